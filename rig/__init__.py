@@ -1,0 +1,1 @@
+"""printk-rig: boots printk kernels under QEMU and judges their console output."""

@@ -1,0 +1,1 @@
+"""Build steps of the rig: kernel flavors, QEMU, guest initramfs."""

@@ -1,0 +1,58 @@
+"""Guest initramfs: the rig's static init (rig/guest/init.c) and busybox.
+
+One archive per kernel flavor, so that flavor-specific guest pieces (the test
+module) can join it without rebuilding the other.
+"""
+import subprocess
+from pathlib import Path
+
+from rig import cpio, paths
+from rig.build.cache import Step, dpkg_version, ensure, sha256_bytes, sha256_file, toolchain_id
+from rig.build.runner import BuildError, run_logged
+
+INIT_SRC = paths.GUEST_SRC / "init.c"
+BUSYBOX = Path("/bin/busybox")
+BUSYBOX_APPLETS = ["sh", "cat", "ls", "dmesg", "echo", "mount", "sleep", "poweroff"]
+CFLAGS = ["-static", "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11"]
+LAYOUT = "dirs bin dev proc sys tmp; /dev/console c 5 1; /init; /bin/busybox + applets " + \
+    ",".join(BUSYBOX_APPLETS)
+
+
+def initramfs_inputs(flavor: str) -> dict:
+    if not BUSYBOX.is_file():
+        raise BuildError(f"{BUSYBOX} is missing: run `make deps` (installs busybox-static)")
+    return {
+        "init.c": sha256_file(INIT_SRC),
+        "busybox": f"{dpkg_version('busybox-static')} sha256:{sha256_file(BUSYBOX)}",
+        "libc": f"libc6-dev {dpkg_version('libc6-dev')}",
+        "toolchain": toolchain_id(),
+        "recipe": sha256_bytes((" ".join(CFLAGS) + LAYOUT).encode())[:16],
+        "flavor": flavor,
+    }
+
+
+def initramfs_step(flavor: str) -> Step:
+    return Step(f"initramfs-{flavor}", initramfs_inputs(flavor))
+
+
+def _build(out: Path) -> dict:
+    init_bin = out / "init"
+    run_logged("initramfs", ["gcc"] + CFLAGS + ["-o", str(init_bin), str(INIT_SRC)],
+               out / "build.log")
+    subprocess.run(["strip", str(init_bin)], check=True)
+    entries = [cpio.directory(d) for d in ("bin", "dev", "proc", "sys", "tmp")]
+    entries.append(cpio.chardev("dev/console", 5, 1))
+    entries.append(cpio.regular("init", init_bin.read_bytes()))
+    entries.append(cpio.regular("bin/busybox", BUSYBOX.read_bytes()))
+    entries += [cpio.symlink(f"bin/{a}", "busybox") for a in BUSYBOX_APPLETS]
+    archive = out / "initramfs.cpio"
+    archive.write_bytes(cpio.pack(entries))
+    return {"initramfs": "initramfs.cpio", "sha256": sha256_file(archive),
+            "bytes": archive.stat().st_size}
+
+
+def build_initramfs(flavor: str, force: bool = False) -> dict:
+    step = initramfs_step(flavor)
+    manifest = ensure(step, _build, force=force)
+    manifest["dir"] = str(step.dir)
+    return manifest

@@ -1,0 +1,90 @@
+"""Properties of a boot, checked from its evidence; shared by scenarios and `rig boot`.
+
+Each check returns a Check naming the property, so that a failure message says
+which promise was broken and where.
+"""
+import re
+from dataclasses import dataclass
+from typing import List
+
+from rig import logparse, sidechannel
+from rig.machine import BootResult
+
+SPLAT_PATTERNS = [
+    (r"------------\[ cut here \]------------", "WARN/BUG splat"),
+    (r"\bWARNING: CPU: \d+", "WARN"),
+    (r"\bBUG: ", "BUG"),
+    (r"\bOops: ", "oops"),
+    (r"general protection fault", "general protection fault"),
+    (r"possible (recursive|circular) locking", "lockdep report"),
+    (r"\bCall Trace:", "backtrace"),
+    (r"Kernel panic - not syncing", "panic"),
+]
+
+
+@dataclass
+class Check:
+    prop: str
+    ok: bool
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{'PASS' if self.ok else 'FAIL'} {self.prop}: {self.detail}"
+
+
+def booted_to_init(result: BootResult) -> Check:
+    ok = b"rig-init: start" in result.console
+    return Check("boots to init", ok, "rig-init started" if ok else
+                 "no 'rig-init: start' line on the console")
+
+
+def console_lines_parse(result: BootResult) -> Check:
+    t = logparse.parse_transcript(result.console)
+    if not t.lines:
+        return Check("console lines parse", False, "no kernel line on the console at all")
+    if t.unparsed:
+        bad = "; ".join(f"line {ln.lineno}: {ln.raw[:100]!r}" for ln in t.unparsed[:5])
+        return Check("console lines parse", False,
+                     f"{len(t.unparsed)} of {len(t.lines) + len(t.unparsed)} kernel lines "
+                     f"do not parse: {bad}")
+    return Check("console lines parse", True, f"{len(t.lines)} kernel lines parsed "
+                 f"({len(t.firmware)} firmware lines before the kernel)")
+
+
+def no_splat(result: BootResult) -> Check:
+    for lineno, line in enumerate(logparse.split_lines(result.console), 1):
+        for pattern, what in SPLAT_PATTERNS:
+            if re.search(pattern, line):
+                return Check("no WARN/BUG/lockdep splat", False,
+                             f"{what} at console line {lineno}: {line[:120]!r}")
+    return Check("no WARN/BUG/lockdep splat", True, "none found")
+
+
+def kmsg_contiguous(result: BootResult) -> Check:
+    prop = "/dev/kmsg seq contiguous from 0"
+    try:
+        side = sidechannel.parse(result.side)
+        records = logparse.parse_kmsg(side.section("kmsg"))
+        meta = side.section("kmsg-meta").decode()
+    except (sidechannel.SideChannelError, logparse.KmsgFormatError) as e:
+        return Check(prop, False, str(e))
+    if not records:
+        return Check(prop, False, "the /dev/kmsg dump holds no record")
+    seqs = [r.seq for r in records]
+    if seqs[0] != 0:
+        return Check(prop, False, f"first record has seq {seqs[0]}, not 0 ({meta.strip()})")
+    for prev, cur in zip(seqs, seqs[1:]):
+        if cur != prev + 1:
+            return Check(prop, False, f"seq jumps from {prev} to {cur} ({meta.strip()})")
+    return Check(prop, True, f"{len(records)} records, seq 0..{seqs[-1]} ({meta.strip()})")
+
+
+def exit_clean(result: BootResult) -> Check:
+    oc = result.outcome
+    return Check("exit class is clean", oc.cls == "clean", f"{oc.cls}: {oc.detail}")
+
+
+def boot_checks(result: BootResult) -> List[Check]:
+    """Catalogue S1: the properties every boot must have."""
+    return [booted_to_init(result), console_lines_parse(result), no_splat(result),
+            kmsg_contiguous(result), exit_clean(result)]

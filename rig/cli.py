@@ -1,0 +1,123 @@
+"""Command line: python3 -m rig {build,boot,run} ... (--help everywhere)."""
+import argparse
+import subprocess
+import sys
+
+from rig import paths
+
+
+def cmd_build(args) -> int:
+    from rig.build import artifacts
+    targets = args.what
+    if "all" in targets:
+        targets = ["kernel", "qemu", "initramfs"]
+    for what in targets:
+        if what == "kernel":
+            for flavor in args.flavor:
+                artifacts.kernel(flavor, build=True, force=args.force)
+        elif what == "qemu":
+            artifacts.qemu(build=True, force=args.force)
+        elif what == "initramfs":
+            for flavor in args.flavor:
+                artifacts.initramfs(flavor, build=True, force=args.force)
+    return 0
+
+
+def cmd_boot(args) -> int:
+    from rig.boot import BootRequest, boot
+    from rig.checks import boot_checks
+    from rig.machine import install_signal_cleanup
+    install_signal_cleanup()
+    req = BootRequest(flavor=args.flavor, cmdline=" ".join(args.cmdline), smp=args.smp,
+                      memory_mb=args.memory, accel=args.accel,
+                      deterministic=args.deterministic, init_timeout_s=args.init_timeout,
+                      name=args.name)
+    live = None if args.quiet else sys.stdout.buffer
+    print(f"[boot] {args.flavor} kernel, {args.smp} vCPUs, accel {args.accel}", flush=True)
+    result = boot(req, live=live)
+    sys.stdout.flush()
+    print(f"\n[boot] run directory: {result.run_dir}")
+    for p in result.phases:
+        print(f"[boot] phase {p.name:<9} {p.ended_by:<10} {p.wall_s:7.2f} s")
+    print(f"[boot] outcome: {result.outcome.cls}: {result.outcome.detail}")
+    checks = boot_checks(result)
+    for c in checks:
+        print(f"[verdict] {c}")
+    ok = all(c.ok for c in checks)
+    print(f"[verdict] {'PASS' if ok else 'FAIL'}: {sum(c.ok for c in checks)} of "
+          f"{len(checks)} boot properties hold ({result.summary['kernel']['release']}, "
+          f"{result.summary['kernel']['source']})")
+    return 0 if ok else 1
+
+
+def cmd_run(args) -> int:
+    """Run one scenario file of scenarios/ through pytest."""
+    name = args.scenario
+    candidates = [paths.REPO / name, paths.REPO / "scenarios" / name,
+                  paths.REPO / "scenarios" / f"test_{name}.py",
+                  paths.REPO / "scenarios" / f"{name}.py"]
+    target = next((c for c in candidates if c.is_file()), None)
+    if target is None:
+        known = sorted(p.stem[len("test_"):] for p in (paths.REPO / "scenarios").glob("test_*.py"))
+        print(f"error: no scenario {name!r}; known: {', '.join(known)}", file=sys.stderr)
+        return 2
+    argv = [sys.executable, "-m", "pytest", str(target), "-v"]
+    if args.flavor:
+        argv += ["--flavor", args.flavor]
+    extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    return subprocess.call(argv + extra, cwd=paths.REPO)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python3 -m rig", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    b = sub.add_parser("build", help="build (or reuse from the cache) kernels, QEMU, initramfs",
+                       description="Build what is missing from the cache; say why or reuse it.")
+    b.add_argument("what", nargs="+", choices=["kernel", "qemu", "initramfs", "all"])
+    b.add_argument("--flavor", action="append", choices=paths.FLAVORS,
+                   help="kernel flavor (repeatable; default: both)")
+    b.add_argument("--force", action="store_true", help="rebuild even on a cache hit")
+    b.set_defaults(func=cmd_build)
+
+    bo = sub.add_parser("boot", help="boot a kernel flavor and print the transcript live",
+                        description="Boot one flavor under the rig's QEMU, print the console "
+                        "live, then the exit class, phase timings and the boot properties (S1).")
+    bo.add_argument("--flavor", choices=paths.FLAVORS, default="patched")
+    bo.add_argument("--cmdline", action="append", default=[],
+                    help="extra kernel parameters, e.g. 'rig.steps=kmsg,sleep' (repeatable)")
+    bo.add_argument("--smp", type=int, default=2, help="vCPUs (default 2)")
+    bo.add_argument("--memory", type=int, default=256, help="guest RAM in MiB (default 256)")
+    bo.add_argument("--accel", choices=["tcg", "kvm", "auto"], default="tcg",
+                    help="tcg (default); kvm or auto only after a probe boot succeeds")
+    bo.add_argument("--deterministic", action="store_true",
+                    help="instruction-counted virtual time (-icount) for repeatable runs")
+    bo.add_argument("--init-timeout", type=float, default=60.0,
+                    help="seconds the init phase may take before it counts as hung")
+    bo.add_argument("--name", default="boot", help="name part of the run directory")
+    bo.add_argument("--quiet", action="store_true", help="do not print the console live")
+    bo.set_defaults(func=cmd_boot)
+
+    r = sub.add_parser("run", help="run one scenario from scenarios/ with pytest",
+                       description="Run one scenario (e.g. `boot` for scenarios/test_boot.py).")
+    r.add_argument("scenario", help="scenario name (boot) or path to its test file")
+    r.add_argument("--flavor", choices=paths.FLAVORS, help="only this flavor (default both)")
+    r.add_argument("pytest_args", nargs=argparse.REMAINDER,
+                   help="further pytest arguments, after --")
+    r.set_defaults(func=cmd_run)
+    return p
+
+
+def main(argv=None) -> int:
+    from rig.build.runner import BuildError
+    args = build_parser().parse_args(argv)
+    if getattr(args, "flavor", None) is None and args.cmd == "build":
+        args.flavor = list(paths.FLAVORS)
+    try:
+        return args.func(args)
+    except BuildError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

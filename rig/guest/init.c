@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rig-init: PID 1 of the printk-rig guest.
+ *
+ * It reads rig.* parameters from /proc/cmdline, runs the steps they ask for,
+ * sends evidence out over a side channel that is not the console under test
+ * (ttyS1 by default) and ends the run with an explicit status written to
+ * QEMU's isa-debug-exit port, so that the harness can tell a clean end from a
+ * panic, a hang and a QEMU crash.
+ *
+ * Progress lines go to /dev/kmsg ("rig-init: ..."), so they reach the console
+ * through printk like any kernel message and the harness can tell the phases
+ * apart from the transcript alone.
+ *
+ * Parameters:
+ *   rig.steps=a,b,c   steps to run in order (default: kmsg)
+ *                     kmsg   dump /dev/kmsg from the first record to the side channel
+ *                     hang   stop here forever (the harness must report a hang)
+ *                     panic  crash the kernel through /proc/sysrq-trigger
+ *                     shell  run busybox sh on the console until it exits
+ *                     sleep  sleep rig.sleep_ms milliseconds
+ *   rig.hang=1        shorthand for a trailing "hang" step
+ *   rig.panic=1       shorthand for a trailing "panic" step
+ *   rig.side=PATH     side channel device (default /dev/ttyS1)
+ *
+ * Side channel framing (all ASCII headers, binary-safe bodies):
+ *   @@rig begin NAME LEN\n <LEN bytes> \n@@rig end NAME\n
+ *   @@rig status CODE\n   (last thing sent)
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/io.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEBUG_EXIT_PORT 0xf4
+/* QEMU exits with (code << 1) | 1: 0x10 -> 33 (clean), 0x11 -> 35 (step failed). */
+#define RIG_EXIT_OK 0x10
+#define RIG_EXIT_FAIL 0x11
+
+#define CMDLINE_MAX 4096
+#define KMSG_RECORD_MAX 8192
+
+static int kmsg_fd = -1;
+static int side_fd = -1;
+static char cmdline[CMDLINE_MAX];
+
+static void say(const char *fmt, ...)
+{
+	char buf[512];
+	int n;
+	va_list ap;
+
+	n = snprintf(buf, sizeof(buf), "<5>rig-init: ");
+	va_start(ap, fmt);
+	n += vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
+	va_end(ap);
+	if (n >= (int)sizeof(buf))
+		n = sizeof(buf) - 1;
+	if (kmsg_fd >= 0 && write(kmsg_fd, buf, n) == n)
+		return;
+	/* No /dev/kmsg: fall back to the console so the line is not lost. */
+	fprintf(stderr, "%s\n", buf + 3);
+}
+
+static void write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		buf += n;
+		len -= n;
+	}
+}
+
+static void side_printf(const char *fmt, ...)
+{
+	char buf[256];
+	int n;
+	va_list ap;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (side_fd >= 0 && n > 0)
+		write_all(side_fd, buf, n < (int)sizeof(buf) ? n : (int)sizeof(buf) - 1);
+}
+
+static void side_section(const char *name, const char *data, size_t len)
+{
+	side_printf("@@rig begin %s %zu\n", name, len);
+	if (side_fd >= 0)
+		write_all(side_fd, data, len);
+	side_printf("\n@@rig end %s\n", name);
+}
+
+/* Value of rig.NAME= on the command line, or NULL. */
+static const char *param(const char *name, char *out, size_t outlen)
+{
+	char key[64];
+	const char *p = cmdline;
+	size_t klen;
+
+	klen = snprintf(key, sizeof(key), "rig.%s=", name);
+	while ((p = strstr(p, key)) != NULL) {
+		if (p == cmdline || p[-1] == ' ') {
+			size_t n = strcspn(p + klen, " \n");
+
+			if (n >= outlen)
+				n = outlen - 1;
+			memcpy(out, p + klen, n);
+			out[n] = '\0';
+			return out;
+		}
+		p += klen;
+	}
+	return NULL;
+}
+
+static int flag(const char *name)
+{
+	char v[16];
+
+	return param(name, v, sizeof(v)) && strcmp(v, "0") != 0;
+}
+
+static void mount_filesystems(void)
+{
+	mkdir("/proc", 0755);
+	mkdir("/sys", 0755);
+	mkdir("/dev", 0755);
+	mount("proc", "/proc", "proc", 0, NULL);
+	mount("sysfs", "/sys", "sysfs", 0, NULL);
+	mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
+	mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+}
+
+static void read_cmdline(void)
+{
+	int fd = open("/proc/cmdline", O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, cmdline, sizeof(cmdline) - 1) : -1;
+
+	cmdline[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+}
+
+static void open_side_channel(void)
+{
+	char path[128];
+	struct termios tio;
+
+	if (!param("side", path, sizeof(path)))
+		strcpy(path, "/dev/ttyS1");
+	side_fd = open(path, O_WRONLY | O_NOCTTY);
+	if (side_fd < 0) {
+		say("cannot open side channel %s: %s", path, strerror(errno));
+		return;
+	}
+	/* Raw: no \n -> \r\n translation, the bytes arrive as written. */
+	if (tcgetattr(side_fd, &tio) == 0) {
+		cfmakeraw(&tio);
+		cfsetospeed(&tio, B115200);
+		tcsetattr(side_fd, TCSANOW, &tio);
+	}
+}
+
+/* Read every /dev/kmsg record from the first one still in the buffer. */
+static int step_kmsg(void)
+{
+	static char dump[4 << 20];
+	char rec[KMSG_RECORD_MAX];
+	char meta[128];
+	size_t used = 0;
+	unsigned long records = 0, epipe = 0, truncated = 0;
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+
+	if (fd < 0) {
+		say("step kmsg: open /dev/kmsg: %s", strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		ssize_t n = read(fd, rec, sizeof(rec));
+
+		if (n < 0 && errno == EPIPE) {
+			epipe++;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (used + n > sizeof(dump)) {
+			truncated++;
+			continue;
+		}
+		memcpy(dump + used, rec, n);
+		used += n;
+		records++;
+	}
+	close(fd);
+	side_section("kmsg", dump, used);
+	snprintf(meta, sizeof(meta), "records=%lu epipe=%lu truncated=%lu\n", records, epipe,
+		 truncated);
+	side_section("kmsg-meta", meta, strlen(meta));
+	say("step kmsg: %lu records, %lu EPIPE", records, epipe);
+	return truncated ? -1 : 0;
+}
+
+static void step_hang(void)
+{
+	say("step hang: stopping here on purpose");
+	for (;;)
+		pause();
+}
+
+static int step_panic(void)
+{
+	int fd = open("/proc/sysrq-trigger", O_WRONLY);
+
+	say("step panic: crashing the kernel through sysrq-trigger");
+	if (fd < 0 || write(fd, "c", 1) != 1) {
+		say("step panic: sysrq-trigger: %s", strerror(errno));
+		return -1;
+	}
+	return -1; /* not reached when the crash works */
+}
+
+static int step_shell(void)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	if (pid == 0) {
+		execl("/bin/sh", "sh", NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return -1;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static int step_sleep(void)
+{
+	char v[32];
+	long ms = param("sleep_ms", v, sizeof(v)) ? atol(v) : 1000;
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	return 0;
+}
+
+static int run_step(const char *name)
+{
+	say("step %s begin", name);
+	if (!strcmp(name, "kmsg"))
+		return step_kmsg();
+	if (!strcmp(name, "hang"))
+		step_hang();
+	if (!strcmp(name, "panic"))
+		return step_panic();
+	if (!strcmp(name, "shell"))
+		return step_shell();
+	if (!strcmp(name, "sleep"))
+		return step_sleep();
+	say("unknown step '%s'", name);
+	return -1;
+}
+
+static void finish(int code)
+{
+	side_printf("@@rig status %d\n", code);
+	if (side_fd >= 0)
+		tcdrain(side_fd);
+	say("end status=%d", code);
+	if (ioperm(DEBUG_EXIT_PORT, 1, 1) == 0)
+		outb(code, DEBUG_EXIT_PORT);
+	/* No isa-debug-exit device: power off instead, the harness will say so. */
+	reboot(RB_POWER_OFF);
+	for (;;)
+		pause();
+}
+
+int main(void)
+{
+	char steps[512], *step, *save;
+	int failed = 0;
+
+	mount_filesystems();
+	kmsg_fd = open("/dev/kmsg", O_WRONLY);
+	read_cmdline();
+	say("start");
+	open_side_channel();
+
+	if (!param("steps", steps, sizeof(steps)))
+		strcpy(steps, "kmsg");
+	if (flag("hang"))
+		strncat(steps, ",hang", sizeof(steps) - strlen(steps) - 1);
+	if (flag("panic"))
+		strncat(steps, ",panic", sizeof(steps) - strlen(steps) - 1);
+
+	for (step = strtok_r(steps, ",", &save); step; step = strtok_r(NULL, ",", &save)) {
+		if (run_step(step) != 0) {
+			say("step %s failed", step);
+			failed = 1;
+			break;
+		}
+		say("step %s done", step);
+	}
+	say("steps done");
+	finish(failed ? RIG_EXIT_FAIL : RIG_EXIT_OK);
+	return 0;
+}

@@ -1,0 +1,141 @@
+"""Parsers for the two text sources of evidence: console lines and /dev/kmsg records."""
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+# [    1.234567] text    with optional <N> syslog prefix, [ T1] caller field,
+# and the seed's "001: " CPU field after the timestamp.
+CONSOLE_RE = re.compile(
+    r"^(?:<(?P<prio>\d{1,3})>)?"
+    r"\[\s*(?P<sec>\d+)\.(?P<usec>\d{6})\]"
+    r"(?:\[\s*(?P<caller>[TC]\d+)\])?"
+    r" ?(?:(?P<cpu>\d{3}): )?"
+    r"(?P<text>.*)$")
+DROPPED_RE = re.compile(r"^\*\* (\d+) printk messages dropped \*\*$")
+
+
+@dataclass
+class ConsoleLine:
+    lineno: int
+    raw: str
+    ts_usec: Optional[int] = None
+    cpu: Optional[int] = None
+    caller: Optional[str] = None
+    prio: Optional[int] = None
+    text: str = ""
+    dropped: Optional[int] = None   # N of a "** N printk messages dropped **" line
+
+
+@dataclass
+class Transcript:
+    firmware: List[str] = field(default_factory=list)   # lines before the kernel's first
+    lines: List[ConsoleLine] = field(default_factory=list)
+    unparsed: List[ConsoleLine] = field(default_factory=list)
+
+
+def split_lines(data: bytes) -> List[str]:
+    """Console bytes to lines: CRLF or LF ends a line, stray CRs are dropped."""
+    text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def parse_console_line(lineno: int, raw: str) -> Optional[ConsoleLine]:
+    m = DROPPED_RE.match(raw)
+    if m:
+        return ConsoleLine(lineno, raw, dropped=int(m.group(1)), text=raw)
+    m = CONSOLE_RE.match(raw)
+    if not m:
+        return None
+    return ConsoleLine(
+        lineno, raw,
+        ts_usec=int(m.group("sec")) * 1_000_000 + int(m.group("usec")),
+        cpu=int(m.group("cpu")) if m.group("cpu") else None,
+        caller=m.group("caller"),
+        prio=int(m.group("prio")) if m.group("prio") else None,
+        text=m.group("text"))
+
+
+def parse_transcript(data: bytes) -> Transcript:
+    """Everything from the first timestamped line on is kernel output."""
+    out = Transcript()
+    in_kernel = False
+    for lineno, raw in enumerate(split_lines(data), 1):
+        line = parse_console_line(lineno, raw)
+        if not in_kernel:
+            if line is None or line.ts_usec is None:
+                out.firmware.append(raw)
+                continue
+            in_kernel = True
+        if line is None:
+            if raw.strip():
+                out.unparsed.append(ConsoleLine(lineno, raw, text=raw))
+            continue
+        out.lines.append(line)
+    return out
+
+
+@dataclass
+class KmsgRecord:
+    prio: int
+    seq: int
+    ts_usec: int
+    flags: str
+    extra: List[str]            # fields after flags that this parser does not know
+    text: str                   # \xNN escapes decoded
+    props: Dict[str, str] = field(default_factory=dict)   # continuation KEY=VALUE lines
+
+    @property
+    def level(self) -> int:
+        return self.prio & 7
+
+    @property
+    def facility(self) -> int:
+        return self.prio >> 3
+
+
+class KmsgFormatError(ValueError):
+    pass
+
+
+ESCAPE_RE = re.compile(r"\\x([0-9a-fA-F]{2})")
+
+
+def unescape(text: str) -> str:
+    return ESCAPE_RE.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
+def parse_kmsg_header(header: str) -> Tuple[int, int, int, str, List[str]]:
+    fields = header.split(",")
+    if len(fields) < 4:
+        raise KmsgFormatError(f"header {header!r} has fewer than 4 fields")
+    try:
+        prio, seq, ts = int(fields[0]), int(fields[1]), int(fields[2])
+    except ValueError as e:
+        raise KmsgFormatError(f"header {header!r}: {e}") from e
+    return prio, seq, ts, fields[3], fields[4:]
+
+
+def parse_kmsg(data: bytes) -> List[KmsgRecord]:
+    """Records as read from /dev/kmsg (one per read, concatenated)."""
+    records: List[KmsgRecord] = []
+    for n, line in enumerate(data.decode("utf-8", "replace").split("\n"), 1):
+        if not line:
+            continue
+        if line.startswith(" "):
+            if not records:
+                raise KmsgFormatError(f"line {n}: continuation line before any record")
+            key, _, value = line[1:].partition("=")
+            records[-1].props[key] = unescape(value)
+            continue
+        header, sep, text = line.partition(";")
+        if not sep:
+            raise KmsgFormatError(f"line {n}: no ';' after the header: {line[:80]!r}")
+        try:
+            prio, seq, ts, flags, extra = parse_kmsg_header(header)
+        except KmsgFormatError as e:
+            raise KmsgFormatError(f"line {n}: {e}") from e
+        records.append(KmsgRecord(prio, seq, ts, flags, extra, unescape(text)))
+    return records

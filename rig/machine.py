@@ -1,0 +1,255 @@
+"""One boot under the rig's QEMU: spawn, drive the phases, classify, clean up.
+
+The serial console (ttyS0) is QEMU's stdio chardev on a pty that pexpect
+reads; QEMU itself logs every console byte to console.log, which is the
+authoritative transcript.  A boot goes through named phases, each ended by a
+console pattern and bounded by its own timeout:
+
+    qemu      QEMU started and answered on QMP
+    firmware  until the kernel banner "Linux version"
+    kernel    until rig-init says "rig-init: start"
+    init      until rig-init says "rig-init: end status=N"
+    exit      until QEMU exits
+
+QEMU is its own process group with PR_SET_PDEATHSIG=SIGKILL, and every exit
+path of the harness kills that group, so no QEMU outlives the rig.
+"""
+import atexit
+import ctypes
+import json
+import os
+import re
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Dict, List, Optional
+
+import pexpect
+
+from rig import outcome as outcome_mod
+from rig.qemu_argv import MachineConfig, build_argv
+from rig.qmp import QMPClient, QMPError
+
+PR_SET_PDEATHSIG = 1
+PANIC_RE = re.escape(outcome_mod.PANIC_BANNER).encode()
+LAST_LINES = 15
+POLL_S = 0.2
+
+
+@dataclass
+class Phase:
+    name: str
+    until: Optional[bytes]   # console regex that ends the phase; None: QEMU exit
+    timeout_s: float
+
+
+def default_phases(init_timeout_s: float = 60.0, slow: float = 1.0) -> List[Phase]:
+    return [
+        Phase("firmware", rb"Linux version \S+", 30 * slow),
+        Phase("kernel", rb"rig-init: start", 60 * slow),
+        Phase("init", rb"rig-init: end status=-?\d+", init_timeout_s * slow),
+        Phase("exit", None, 20 * slow),
+    ]
+
+
+@dataclass
+class PhaseResult:
+    name: str
+    ended_by: str            # matched, qemu-exit, panic, timeout, skipped
+    wall_s: float
+
+
+@dataclass
+class BootResult:
+    run_dir: Path
+    outcome: outcome_mod.Outcome
+    phases: List[PhaseResult]
+    wall_s: float
+    summary: Dict = field(default_factory=dict)
+
+    @property
+    def console(self) -> bytes:
+        return (self.run_dir / "console.log").read_bytes()
+
+    @property
+    def side(self) -> bytes:
+        path = self.run_dir / "side.bin"
+        return path.read_bytes() if path.exists() else b""
+
+
+_live: "set[Machine]" = set()
+
+
+def _kill_all_live() -> None:
+    for m in list(_live):
+        m.kill()
+
+
+atexit.register(_kill_all_live)
+
+
+def _child_setup(stderr_fd: int) -> None:
+    """Runs in the forked child before exec: die with the harness, own stderr."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() == 1:  # the harness died between fork and prctl
+        os._exit(1)
+    os.dup2(stderr_fd, 2)
+
+
+def last_lines(path: Path, n: int = LAST_LINES) -> str:
+    try:
+        text = path.read_bytes()[-8192:].decode("utf-8", "replace")
+    except FileNotFoundError:
+        return "(no console output)"
+    lines = [ln.rstrip("\r") for ln in text.split("\n") if ln.strip()]
+    return "\n".join(lines[-n:]) or "(no console output)"
+
+
+class Machine:
+    """A QEMU process for one boot; use as a context manager."""
+
+    def __init__(self, cfg: MachineConfig, phases: List[Phase], live: Optional[IO] = None):
+        self.cfg = cfg
+        self.phases = phases
+        self.live = live
+        self.child: Optional[pexpect.spawn] = None
+        self.qmp: Optional[QMPClient] = None
+        self.argv = build_argv(cfg)
+        self._killed_by_rig = False
+
+    # -- process lifetime -------------------------------------------------
+    def start(self) -> None:
+        self.cfg.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.cfg.run_dir / "argv.json").write_text(json.dumps(self.argv, indent=1) + "\n")
+        (self.cfg.run_dir / "cmdline.txt").write_text(self.argv[self.argv.index("-append") + 1]
+                                                      + "\n")
+        if self.cfg.qmp_socket.exists():
+            self.cfg.qmp_socket.unlink()
+        stderr_fd = os.open(self.cfg.run_dir / "qemu.stderr", os.O_WRONLY | os.O_CREAT |
+                            os.O_TRUNC, 0o644)
+        try:
+            self.child = pexpect.spawn(self.argv[0], self.argv[1:], timeout=None,
+                                       maxread=4096, searchwindowsize=16384, echo=False,
+                                       preexec_fn=lambda: _child_setup(stderr_fd))
+        finally:
+            os.close(stderr_fd)
+        _live.add(self)
+        (self.cfg.run_dir / "qemu.pid").write_text(f"{self.child.pid}\n")
+        if self.live is not None:
+            self.child.logfile_read = self.live
+
+    def kill(self) -> None:
+        """Kill QEMU's process group and reap it; safe to call twice."""
+        child = self.child
+        if child is None:
+            return
+        if child.isalive():
+            self._killed_by_rig = True
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                child.wait()
+            except pexpect.ExceptionPexpect:
+                pass
+        child.close(force=True)
+        if self.qmp is not None:
+            self.qmp.close()
+        _live.discard(self)
+
+    def __enter__(self) -> "Machine":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.kill()
+
+    # -- driving a boot ---------------------------------------------------
+    def _wait(self, until: Optional[bytes], timeout_s: float, watch_panic: bool = True) -> str:
+        """Wait for a console pattern (or QEMU's exit). Returns how it ended."""
+        assert self.child is not None
+        # An unmatchable panic pattern keeps the indexes fixed when not watching.
+        patterns = [pexpect.EOF, PANIC_RE if watch_panic else rb"(?!x)x"] + \
+            ([until] if until is not None else [])
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout"
+            try:
+                i = self.child.expect(patterns, timeout=min(POLL_S, left))
+            except pexpect.TIMEOUT:
+                if self.qmp is not None:
+                    self.qmp.poll()
+                continue
+            return ("qemu-exit", "panic", "matched")[i]
+
+    def run(self) -> BootResult:
+        """Drive every phase, then classify how the boot ended."""
+        assert self.child is not None, "start() first"
+        t0 = time.monotonic()
+        results: List[PhaseResult] = []
+        hung: Optional[str] = None
+        last = "qemu"
+        self.qmp = QMPClient(str(self.cfg.qmp_socket))
+        try:
+            self.qmp.connect(timeout=15.0)
+            results.append(PhaseResult("qemu", "matched", round(time.monotonic() - t0, 3)))
+        except QMPError as e:
+            results.append(PhaseResult("qemu", f"failed: {e}", round(time.monotonic() - t0, 3)))
+            self.qmp = None
+        pending = list(self.phases) if self.qmp is not None and self.child.isalive() else []
+        finished = False
+        while pending:
+            phase = pending.pop(0)
+            last = phase.name
+            start = time.monotonic()
+            how = self._wait(phase.until, phase.timeout_s)
+            results.append(PhaseResult(phase.name, how, round(time.monotonic() - start, 3)))
+            if how == "timeout":
+                hung = phase.name
+                break
+            if how in ("qemu-exit", "panic"):
+                finished = how == "qemu-exit"
+                break
+        if hung is None and not finished:
+            # After a panic (or an early stop) wait for QEMU to exit on its own.
+            exit_phase = self.phases[-1]
+            start = time.monotonic()
+            how = self._wait(None, exit_phase.timeout_s, watch_panic=False)
+            results.append(PhaseResult("exit", how, round(time.monotonic() - start, 3)))
+            if how == "timeout":
+                hung = f"{last} (after it, QEMU did not exit)"
+        for p in pending:
+            results.append(PhaseResult(p.name, "skipped", 0.0))
+        if hung is None and self.qmp is not None:
+            self.qmp.drain(timeout=1.0)
+        self.kill()
+        status, sig = self.child.exitstatus, self.child.signalstatus
+        if self._killed_by_rig:
+            status, sig = None, None
+        events = self.qmp.events if self.qmp is not None else []
+        with open(self.cfg.run_dir / "qmp-events.jsonl", "w") as f:
+            for ev in events:
+                f.write(json.dumps(ev) + "\n")
+        console = self.cfg.console_log.read_bytes() if self.cfg.console_log.exists() else b""
+        oc = outcome_mod.classify(status, sig, hung, last, events,
+                                  console.decode("utf-8", "replace"))
+        if oc.cls in ("hang", "qemu-crash", "panic") or hung:
+            oc.detail += "; last console lines:\n" + last_lines(self.cfg.console_log)
+        if oc.cls == "qemu-crash":
+            oc.detail += "\nQEMU stderr:\n" + last_lines(self.cfg.run_dir / "qemu.stderr")
+        return BootResult(self.cfg.run_dir, oc, results, round(time.monotonic() - t0, 3))
+
+
+def install_signal_cleanup() -> None:
+    """Turn SIGTERM/SIGHUP into SystemExit so that every finally block runs."""
+    def handler(signum, _frame):
+        _kill_all_live()
+        sys.exit(128 + signum)
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, handler)

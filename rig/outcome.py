@@ -1,0 +1,81 @@
+"""How a boot ended, in named classes the rest of the rig can assert on.
+
+clean        init ran every step and wrote RIG_EXIT_OK to isa-debug-exit
+guest-error  init wrote another code: a step failed (the code says which class)
+panic        the kernel panicked (pvpanic GUEST_PANICKED event, or the panic
+             banner on the console followed by a reset)
+hang         a phase did not finish within its timeout; the rig killed QEMU
+qemu-crash   QEMU died by a signal or exited with a status of its own
+reset        the guest reset or powered off without a panic and without init's
+             status (for example a triple fault)
+"""
+import signal
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional
+
+# isa-debug-exit turns a guest write of v into QEMU exit status (v << 1) | 1.
+RIG_EXIT_OK = 0x10
+RIG_EXIT_FAIL = 0x11
+DEBUG_EXIT_CODES = {(RIG_EXIT_OK << 1) | 1: "ok", (RIG_EXIT_FAIL << 1) | 1: "step failed"}
+
+PANIC_BANNER = "Kernel panic - not syncing"
+
+CLASSES = ("clean", "guest-error", "panic", "hang", "qemu-crash", "reset")
+
+
+@dataclass
+class Outcome:
+    cls: str
+    detail: str
+    phase: Optional[str] = None          # the phase that hung, or where the run ended
+    exit_status: Optional[int] = None    # QEMU's exit status, None when killed by the rig
+    signal: Optional[str] = None         # signal that killed QEMU, if not the rig's kill
+    events: List[str] = field(default_factory=list)
+
+    def to_json(self) -> Dict[str, Any]:
+        d = asdict(self)
+        d["class"] = d.pop("cls")
+        return d
+
+
+def classify(exit_status: Optional[int], term_signal: Optional[int], hung_phase: Optional[str],
+             last_phase: Optional[str], qmp_events: List[Dict[str, Any]],
+             console_text: str) -> Outcome:
+    """Decide the outcome class from everything the harness observed."""
+    names = [e.get("event", "?") for e in qmp_events]
+    shutdown_reasons = [e.get("data", {}).get("reason") for e in qmp_events
+                        if e.get("event") == "SHUTDOWN"]
+    panicked = "GUEST_PANICKED" in names or "guest-panic" in shutdown_reasons \
+        or PANIC_BANNER in console_text
+    if hung_phase is not None:
+        cls = "panic" if panicked else "hang"
+        detail = (f"kernel panicked and QEMU did not exit: stuck in phase {hung_phase}"
+                  if panicked else f"guest hung in phase {hung_phase}")
+        return Outcome(cls, detail, phase=hung_phase, events=names)
+    if term_signal is not None:
+        try:
+            sig = signal.Signals(term_signal).name
+        except ValueError:
+            sig = str(term_signal)
+        return Outcome("qemu-crash", f"QEMU killed by {sig} in phase {last_phase}",
+                       phase=last_phase, signal=sig, events=names)
+    if exit_status in DEBUG_EXIT_CODES:
+        what = DEBUG_EXIT_CODES[exit_status]
+        if what == "ok":
+            return Outcome("clean", "init finished every step", phase=last_phase,
+                           exit_status=exit_status, events=names)
+        return Outcome("guest-error", f"init reported: {what}", phase=last_phase,
+                       exit_status=exit_status, events=names)
+    if panicked:
+        return Outcome("panic", "kernel panicked" + (" (pvpanic event)" if "GUEST_PANICKED"
+                                                    in names else " (console banner)"),
+                       phase=last_phase, exit_status=exit_status, events=names)
+    if exit_status == 0:
+        why = ", ".join(r for r in shutdown_reasons if r) or "no SHUTDOWN event seen"
+        return Outcome("reset", f"guest reset or powered off without init's status ({why})",
+                       phase=last_phase, exit_status=exit_status, events=names)
+    if exit_status is not None and exit_status & 1 and exit_status > 1:
+        return Outcome("guest-error", f"unknown isa-debug-exit code {exit_status >> 1:#x}",
+                       phase=last_phase, exit_status=exit_status, events=names)
+    return Outcome("qemu-crash", f"QEMU exited with status {exit_status} in phase {last_phase}",
+                   phase=last_phase, exit_status=exit_status, events=names)

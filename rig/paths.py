@@ -1,0 +1,34 @@
+"""Where the rig keeps things: the repository, the build cache, run directories."""
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+KERNEL_PATCHES = REPO / "kernel-patches"
+QEMU_DEVICES = REPO / "qemu-devices"
+GUEST_SRC = REPO / "rig" / "guest"
+
+# The Debian package and tarball the kernel flavors are built from.
+LINUX_SOURCE_PKG = "linux-source-6.12"
+LINUX_SOURCE_TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
+QEMU_SOURCE_PKG = "qemu"
+
+# Firmware directories QEMU is pointed at with -L (seabios, qemu-system-data).
+FIRMWARE_DIRS = (Path("/usr/share/seabios"), Path("/usr/share/qemu"))
+
+FLAVORS = ("vanilla", "patched")
+
+
+def cache_root() -> Path:
+    """Build cache, outside the work tree so clones and CI runs share it."""
+    env = os.environ.get("RIG_CACHE")
+    if env:
+        return Path(env).expanduser().resolve()
+    return Path.home() / ".cache" / "printk-rig"
+
+
+def runs_root() -> Path:
+    """Parent of per-boot run directories."""
+    env = os.environ.get("RIG_RUNS")
+    if env:
+        return Path(env).expanduser().resolve()
+    return REPO / "runs"

@@ -1,0 +1,75 @@
+"""QEMU command line and kernel command line for one rig boot."""
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Sequence
+
+from rig import paths
+
+# ttyS0 carries the console under test; ttyS1 is the side channel for evidence.
+BASE_CMDLINE = ("console=ttyS0,115200 panic=-1 printk.devkmsg=on "
+                "rig.side=/dev/ttyS1")
+ISA_DEBUG_EXIT = "isa-debug-exit,iobase=0xf4,iosize=0x04"
+# Deterministic execution: instruction counting drives virtual time, the RTC
+# follows it, so an SMP run repeats byte for byte (see README, Determinism).
+DETERMINISTIC_ARGS = ["-icount", "shift={shift},sleep=off,align=off",
+                      "-rtc", "base=2000-01-01T00:00:00,clock=vm"]
+
+
+@dataclass
+class MachineConfig:
+    qemu: Path
+    kernel: Path
+    initrd: Path
+    run_dir: Path
+    cmdline: str = ""           # appended to BASE_CMDLINE
+    smp: int = 2
+    memory_mb: int = 256
+    accel: str = "tcg"          # "tcg" or "kvm"
+    deterministic: bool = False
+    icount_shift: int = 0
+    extra_args: List[str] = field(default_factory=list)
+
+    @property
+    def console_log(self) -> Path:
+        return self.run_dir / "console.log"
+
+    @property
+    def side_log(self) -> Path:
+        return self.run_dir / "side.bin"
+
+    @property
+    def qmp_socket(self) -> Path:
+        return self.run_dir / "qmp.sock"
+
+
+def kernel_cmdline(extra: str) -> str:
+    return f"{BASE_CMDLINE} {extra}".strip()
+
+
+def build_argv(cfg: MachineConfig, firmware_dirs: Sequence[Path] = paths.FIRMWARE_DIRS) -> List[str]:
+    if cfg.accel not in ("tcg", "kvm"):
+        raise ValueError(f"accel must be tcg or kvm, not {cfg.accel!r}")
+    if cfg.deterministic and cfg.accel != "tcg":
+        raise ValueError("deterministic execution needs TCG (icount), not KVM")
+    argv = [str(cfg.qemu)]
+    for d in firmware_dirs:
+        argv += ["-L", str(d)]
+    argv += [
+        "-M", "pc", "-accel", cfg.accel, "-cpu", "qemu64" if cfg.accel == "tcg" else "host",
+        "-smp", str(cfg.smp), "-m", f"{cfg.memory_mb}M",
+        "-nodefaults", "-no-user-config", "-display", "none", "-vga", "none",
+        "-no-reboot",
+        "-chardev", f"stdio,id=con0,signal=off,logfile={cfg.console_log},logappend=off",
+        "-serial", "chardev:con0",
+        "-chardev", f"file,id=side0,path={cfg.side_log}",
+        "-serial", "chardev:side0",
+        "-device", ISA_DEBUG_EXIT,
+        "-device", "pvpanic",
+        "-action", "panic=none",
+        "-qmp", f"unix:{cfg.qmp_socket},server=on,wait=off",
+        "-kernel", str(cfg.kernel), "-initrd", str(cfg.initrd),
+        "-append", kernel_cmdline(cfg.cmdline),
+    ]
+    if cfg.deterministic:
+        argv += [a.format(shift=cfg.icount_shift) for a in DETERMINISTIC_ARGS]
+    return argv + list(cfg.extra_args)

@@ -1,0 +1,122 @@
+"""Cache keys: what changes a key, what does not, and what a miss says."""
+import shutil
+
+import pytest
+
+from rig import paths
+from rig.build import cache, kernel, qemu
+from rig.build.cache import Step, describe_change, ensure
+
+
+@pytest.fixture
+def tmp_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("RIG_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_key_depends_on_inputs_only():
+    a = Step("x", {"src": "1", "cfg": "2"})
+    assert a.key == Step("x", {"cfg": "2", "src": "1"}).key
+    assert a.key != Step("x", {"src": "1", "cfg": "3"}).key
+
+
+def test_describe_change_names_inputs():
+    assert describe_change(None, {"a": "1"}) == "never built with this cache"
+    msg = describe_change({"a": "1", "b": "2", "gone": "x"}, {"a": "1", "b": "3", "new": "y"})
+    assert msg == "b changed, gone removed, new added"
+
+
+def test_ensure_builds_once_and_reports_hit(tmp_cache, capsys):
+    calls = []
+
+    def build(out):
+        calls.append(out)
+        (out / "artifact").write_text("x")
+        return {"artifact": "artifact"}
+
+    step = Step("demo", {"src": "1"})
+    ensure(step, build)
+    ensure(step, build)
+    assert len(calls) == 1
+    out = capsys.readouterr().out
+    assert "[demo] cache miss: never built with this cache" in out
+    assert f"[demo] cache hit {step.key}" in out
+    ensure(Step("demo", {"src": "2"}), build)
+    assert "[demo] cache miss: src changed" in capsys.readouterr().out
+
+
+def test_failed_build_leaves_no_manifest_and_is_redone(tmp_cache):
+    step = Step("demo", {"src": "1"})
+
+    def boom(out):
+        raise RuntimeError("compiler died")
+
+    with pytest.raises(RuntimeError):
+        ensure(step, boom)
+    assert not step.is_built()
+    ensure(step, lambda out: {})
+    assert step.is_built()
+
+
+def fake_patches(tmp_path, monkeypatch):
+    """A copy of kernel-patches/ with one patch, wired into the kernel module."""
+    kp = tmp_path / "kernel-patches"
+    shutil.copytree(paths.KERNEL_PATCHES, kp)
+    (kp / "0001-demo.patch").write_text("--- a/x\n+++ b/x\n")
+    (kp / "series").write_text("0001-demo.patch\n")
+    monkeypatch.setattr(kernel, "SERIES", kp / "series")
+    monkeypatch.setattr(kernel, "CONFIG_FRAGMENT", kp / "rig.config")
+    return kp
+
+
+def test_touching_a_patch_changes_only_the_patched_key(tmp_path, monkeypatch):
+    kp = fake_patches(tmp_path, monkeypatch)
+    src = kernel.KernelSource("tree", tmp_path, "tree for test")
+    monkeypatch.setattr(kernel.KernelSource, "digest", lambda self: "fixed-source")
+    before = {f: kernel.kernel_step(f, src).key for f in paths.FLAVORS}
+    qemu_before = Step("qemu", qemu.qemu_inputs("7.2", "abc")).key
+    (kp / "0001-demo.patch").write_text("--- a/x\n+++ b/x\n@@ changed @@\n")
+    after = {f: kernel.kernel_step(f, src).key for f in paths.FLAVORS}
+    assert after["vanilla"] == before["vanilla"]
+    assert after["patched"] != before["patched"]
+    assert Step("qemu", qemu.qemu_inputs("7.2", "abc")).key == qemu_before
+    step = kernel.kernel_step("patched", src)
+    assert "patch 0001-demo.patch" in step.inputs
+
+
+def test_config_fragment_changes_both_flavors(tmp_path, monkeypatch):
+    kp = fake_patches(tmp_path, monkeypatch)
+    src = kernel.KernelSource("tree", tmp_path, "tree for test")
+    monkeypatch.setattr(kernel.KernelSource, "digest", lambda self: "fixed-source")
+    before = {f: kernel.kernel_step(f, src).key for f in paths.FLAVORS}
+    with open(kp / "rig.config", "a") as f:
+        f.write("CONFIG_PRINTK_CALLER=y\n")
+    after = {f: kernel.kernel_step(f, src).key for f in paths.FLAVORS}
+    assert all(after[f] != before[f] for f in paths.FLAVORS)
+
+
+def test_device_sources_change_the_qemu_key(tmp_path, monkeypatch):
+    dev = tmp_path / "src"
+    (dev / "hw/char").mkdir(parents=True)
+    monkeypatch.setattr(qemu, "DEVICE_SRC", dev)
+    k1 = Step("qemu", qemu.qemu_inputs("7.2", "abc")).key
+    (dev / "hw/char/rig-serial.c").write_text("/* device */\n")
+    k2 = Step("qemu", qemu.qemu_inputs("7.2", "abc")).key
+    (dev / "README.md").write_text("docs do not rebuild QEMU\n")
+    k3 = Step("qemu", qemu.qemu_inputs("7.2", "abc")).key
+    assert k1 != k2 == k3
+
+
+def test_tree_digest_follows_file_changes(tmp_path):
+    (tmp_path / "a").write_text("1")
+    d1 = kernel.tree_digest(tmp_path)
+    (tmp_path / "a").write_text("22")
+    assert kernel.tree_digest(tmp_path) != d1
+
+
+def test_sha256_tree_excludes(tmp_path):
+    (tmp_path / "x").write_text("1")
+    d = cache.sha256_tree(tmp_path)
+    (tmp_path / "README.md").write_text("doc")
+    assert cache.sha256_tree(tmp_path, exclude=["README.md"]) == d
+    assert cache.sha256_tree(tmp_path) != d

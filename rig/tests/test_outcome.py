@@ -1,0 +1,54 @@
+import signal
+
+from rig.outcome import RIG_EXIT_FAIL, RIG_EXIT_OK, classify
+
+
+def cls(**kw):
+    args = dict(exit_status=None, term_signal=None, hung_phase=None, last_phase="init",
+                qmp_events=[], console_text="")
+    args.update(kw)
+    return classify(**args)
+
+
+def test_clean_needs_init_status_through_debug_exit():
+    o = cls(exit_status=(RIG_EXIT_OK << 1) | 1)
+    assert o.cls == "clean"
+
+
+def test_failed_step_is_guest_error():
+    assert cls(exit_status=(RIG_EXIT_FAIL << 1) | 1).cls == "guest-error"
+    assert cls(exit_status=(0x22 << 1) | 1).cls == "guest-error"
+
+
+def test_panic_from_pvpanic_event_or_banner():
+    ev = [{"event": "GUEST_PANICKED", "data": {"action": "run"}},
+          {"event": "SHUTDOWN", "data": {"guest": True, "reason": "guest-reset"}}]
+    assert cls(exit_status=0, qmp_events=ev).cls == "panic"
+    o = cls(exit_status=0, console_text="[ 1.0] Kernel panic - not syncing: Fatal exception")
+    assert o.cls == "panic" and "banner" in o.detail
+
+
+def test_plain_exit_zero_is_a_reset_not_clean():
+    # The ClangBuiltLinux lesson: a reset under -no-reboot must never pass as clean.
+    ev = [{"event": "SHUTDOWN", "data": {"guest": True, "reason": "guest-reset"}}]
+    o = cls(exit_status=0, qmp_events=ev)
+    assert o.cls == "reset" and "guest-reset" in o.detail
+
+
+def test_hang_names_the_phase():
+    o = cls(hung_phase="kernel")
+    assert o.cls == "hang" and o.phase == "kernel" and "kernel" in o.detail
+
+
+def test_hang_after_panic_is_still_a_panic():
+    assert cls(hung_phase="exit", console_text="Kernel panic - not syncing: x").cls == "panic"
+
+
+def test_signal_or_own_error_status_is_qemu_crash():
+    o = cls(term_signal=signal.SIGSEGV)
+    assert o.cls == "qemu-crash" and o.signal == "SIGSEGV"
+    assert cls(exit_status=1).cls == "qemu-crash"
+
+
+def test_json_has_class_key():
+    assert cls(exit_status=(RIG_EXIT_OK << 1) | 1).to_json()["class"] == "clean"

@@ -1,0 +1,61 @@
+from pathlib import Path
+
+import pytest
+
+from rig.qemu_argv import MachineConfig, build_argv, kernel_cmdline
+
+
+def cfg(**kw):
+    base = dict(qemu=Path("/q/qemu-system-x86_64"), kernel=Path("/k/bzImage"),
+                initrd=Path("/i/initramfs.cpio"), run_dir=Path("/runs/r1"))
+    base.update(kw)
+    return MachineConfig(**base)
+
+
+def value_after(argv, flag):
+    return [argv[i + 1] for i, a in enumerate(argv) if a == flag]
+
+
+def test_default_is_tcg_smp2_with_all_channels():
+    argv = build_argv(cfg())
+    assert argv[0] == "/q/qemu-system-x86_64"
+    assert value_after(argv, "-accel") == ["tcg"]
+    assert value_after(argv, "-smp") == ["2"]
+    assert "-no-reboot" in argv and "-nodefaults" in argv
+    chardevs = value_after(argv, "-chardev")
+    assert any(c.startswith("stdio,id=con0") and "logfile=/runs/r1/console.log" in c
+               for c in chardevs)
+    assert "file,id=side0,path=/runs/r1/side.bin" in chardevs
+    # ttyS0 is the console under test, ttyS1 the side channel, in that order.
+    assert value_after(argv, "-serial") == ["chardev:con0", "chardev:side0"]
+    devices = value_after(argv, "-device")
+    assert any(d.startswith("isa-debug-exit,iobase=0xf4") for d in devices)
+    assert "pvpanic" in devices
+    assert value_after(argv, "-qmp") == ["unix:/runs/r1/qmp.sock,server=on,wait=off"]
+    assert "-icount" not in argv
+
+
+def test_cmdline_carries_console_and_extra_params():
+    argv = build_argv(cfg(cmdline="rig.hang=1"))
+    append = value_after(argv, "-append")[0]
+    assert append.startswith("console=ttyS0,115200")
+    assert "panic=-1" in append and append.endswith("rig.hang=1")
+    assert kernel_cmdline("") == kernel_cmdline("  ").strip()
+
+
+def test_firmware_dirs_become_L_flags():
+    argv = build_argv(cfg(), firmware_dirs=[Path("/fw/a"), Path("/fw/b")])
+    assert value_after(argv, "-L") == ["/fw/a", "/fw/b"]
+
+
+def test_deterministic_adds_icount_and_vm_clock_rtc():
+    argv = build_argv(cfg(deterministic=True, icount_shift=3))
+    assert value_after(argv, "-icount") == ["shift=3,sleep=off,align=off"]
+    assert value_after(argv, "-rtc") == ["base=2000-01-01T00:00:00,clock=vm"]
+
+
+def test_bad_accel_combinations_are_refused():
+    with pytest.raises(ValueError, match="tcg or kvm"):
+        build_argv(cfg(accel="hvf"))
+    with pytest.raises(ValueError, match="needs TCG"):
+        build_argv(cfg(accel="kvm", deterministic=True))

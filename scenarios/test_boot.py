@@ -1,0 +1,20 @@
+"""S1 boot: boots to init; every console line parses; no WARN/BUG/lockdep splat;
+/dev/kmsg seq contiguous from 0; exit class is clean.
+
+Both flavors must show all of it: S1 is what every other scenario stands on.
+"""
+import pytest
+
+from rig.boot import BootRequest
+from rig.checks import boot_checks
+
+pytestmark = pytest.mark.boots
+
+
+def test_s1_boot(flavor, rig_boot):
+    result = rig_boot(BootRequest(flavor=flavor, name="S1-boot"))
+    checks = boot_checks(result)
+    failed = [c for c in checks if not c.ok]
+    assert not failed, (f"S1 on {flavor} ({result.summary['kernel']['release']}), run "
+                        f"directory {result.run_dir}:\n" + "\n".join(str(c) for c in failed))
+    assert result.summary["kernel"]["release"].endswith(f"-rig-{flavor}")
