@@ -81,7 +81,8 @@ def kmsg_contiguous(result: BootResult) -> Check:
 
 def exit_clean(result: BootResult) -> Check:
     oc = result.outcome
-    return Check("exit class is clean", oc.cls == "clean", f"{oc.cls}: {oc.detail}")
+    return Check("exit class is clean", oc.cls == "clean",
+                 f"{oc.cls}: {oc.detail.splitlines()[0]}")
 
 
 def boot_checks(result: BootResult) -> List[Check]:

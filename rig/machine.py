@@ -90,13 +90,17 @@ def _kill_all_live() -> None:
 atexit.register(_kill_all_live)
 
 
-def _child_setup(stderr_fd: int) -> None:
-    """Runs in the forked child before exec: die with the harness, own stderr."""
+def _child_setup(stderr_path: str) -> None:
+    """Runs in the forked child before exec: die with the harness, own stderr.
+
+    (ptyprocess has closed inherited descriptors by now, so open by path.)"""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() == 1:  # the harness died between fork and prctl
         os._exit(1)
-    os.dup2(stderr_fd, 2)
+    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 2)
+    os.close(fd)
 
 
 def last_lines(path: Path, n: int = LAST_LINES) -> str:
@@ -128,14 +132,10 @@ class Machine:
                                                       + "\n")
         if self.cfg.qmp_socket.exists():
             self.cfg.qmp_socket.unlink()
-        stderr_fd = os.open(self.cfg.run_dir / "qemu.stderr", os.O_WRONLY | os.O_CREAT |
-                            os.O_TRUNC, 0o644)
-        try:
-            self.child = pexpect.spawn(self.argv[0], self.argv[1:], timeout=None,
-                                       maxread=4096, searchwindowsize=16384, echo=False,
-                                       preexec_fn=lambda: _child_setup(stderr_fd))
-        finally:
-            os.close(stderr_fd)
+        stderr_path = str(self.cfg.run_dir / "qemu.stderr")
+        self.child = pexpect.spawn(self.argv[0], self.argv[1:], timeout=None,
+                                   maxread=4096, searchwindowsize=16384, echo=False,
+                                   preexec_fn=lambda: _child_setup(stderr_path))
         _live.add(self)
         (self.cfg.run_dir / "qemu.pid").write_text(f"{self.child.pid}\n")
         if self.live is not None:

@@ -63,14 +63,19 @@ static void say(const char *fmt, ...)
 
 	n = snprintf(buf, sizeof(buf), "<5>rig-init: ");
 	va_start(ap, fmt);
-	n += vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
+	n += vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
 	va_end(ap);
-	if (n >= (int)sizeof(buf))
-		n = sizeof(buf) - 1;
+	if (n >= (int)sizeof(buf) - 1)
+		n = sizeof(buf) - 2;
+	/*
+	 * The newline finalizes the record at once: a record without one stays
+	 * open for continuation and no console prints it until the next message.
+	 */
+	buf[n++] = '\n';
 	if (kmsg_fd >= 0 && write(kmsg_fd, buf, n) == n)
 		return;
 	/* No /dev/kmsg: fall back to the console so the line is not lost. */
-	fprintf(stderr, "%s\n", buf + 3);
+	fprintf(stderr, "%.*s", n - 3, buf + 3);
 }
 
 static void write_all(int fd, const char *buf, size_t len)
@@ -285,13 +290,16 @@ static int run_step(const char *name)
 
 static void finish(int code)
 {
+	say("end status=%d", code);
 	side_printf("@@rig status %d\n", code);
 	if (side_fd >= 0)
 		tcdrain(side_fd);
-	say("end status=%d", code);
 	if (ioperm(DEBUG_EXIT_PORT, 1, 1) == 0)
 		outb(code, DEBUG_EXIT_PORT);
-	/* No isa-debug-exit device: power off instead, the harness will say so. */
+	else
+		say("ioperm(0x%x): %s", DEBUG_EXIT_PORT, strerror(errno));
+	/* Still here: no isa-debug-exit device. Power off; the harness says so. */
+	say("isa-debug-exit did not end the run, powering off");
 	reboot(RB_POWER_OFF);
 	for (;;)
 		pause();

@@ -1,0 +1,56 @@
+# printk-rig: build kernels and QEMU, boot them, judge the console.
+# `make demo` and `make test` install and build everything they need.
+
+PYTHON  := /usr/bin/python3
+RIG     := $(PYTHON) -m rig
+PYTEST  := $(PYTHON) -m pytest
+
+# Every Debian package the rig needs (install-deps.sh installs only the missing ones).
+PACKAGES := \
+	build-essential bc bison flex libelf-dev libssl-dev cpio xz-utils kmod patch \
+	linux-source-6.12 \
+	dpkg-dev ninja-build meson pkg-config libglib2.0-dev libpixman-1-dev libfdt-dev zlib1g-dev \
+	seabios qemu-system-data \
+	busybox-static \
+	python3 python3-pytest python3-pexpect python3-pytest-xdist
+
+.PHONY: help deps kernel qemu initramfs build demo test unit clean clean-cache
+
+help:
+	@echo "make demo        boot the patched kernel, print the transcript and a verdict"
+	@echo "make test        unit tests + scenarios on both kernel flavors"
+	@echo "make unit        unit tests only (no QEMU boot)"
+	@echo "make deps        install missing Debian packages (apt-get, via sudo if not root)"
+	@echo "make kernel | qemu | initramfs | build   build what is not in the cache"
+	@echo "make clean       remove run directories;  make clean-cache  remove the build cache"
+
+deps:
+	@sh rig/install-deps.sh $(PACKAGES)
+
+kernel: deps
+	@$(RIG) build kernel
+
+qemu: deps
+	@$(RIG) build qemu
+
+initramfs: deps
+	@$(RIG) build initramfs
+
+build: deps
+	@$(RIG) build kernel qemu initramfs
+
+demo: build
+	@$(RIG) boot --flavor patched
+
+test: build
+	@$(PYTEST) -v $(PYTEST_ARGS)
+
+unit: deps
+	@$(PYTEST) -v rig/tests -m "not boots" $(PYTEST_ARGS)
+
+clean:
+	rm -rf runs .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+clean-cache:
+	rm -rf "$${RIG_CACHE:-$$HOME/.cache/printk-rig}"

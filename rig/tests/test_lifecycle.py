@@ -1,0 +1,109 @@
+"""The harness on real boots: every way a run can end is named, and no QEMU survives.
+
+These boot the vanilla kernel (any flavor would do) with rig-init steps that
+hang, panic or fail on purpose.
+"""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from rig import paths
+from rig.boot import BootRequest, boot, new_run_dir
+
+pytestmark = pytest.mark.boots
+FLAVOR = "vanilla"
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def console_has(run_dir: Path, text: bytes) -> bool:
+    log = run_dir / "console.log"
+    return log.exists() and text in log.read_bytes()
+
+
+def process_gone(pid: int) -> bool:
+    """True when pid is not running (gone, or a zombie nobody reaped yet)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_hang_is_reported_with_its_phase_and_last_console_lines():
+    start = time.monotonic()
+    res = boot(BootRequest(flavor=FLAVOR, cmdline="rig.hang=1", init_timeout_s=4,
+                           name="lifecycle-hang"))
+    took = time.monotonic() - start
+    assert res.outcome.cls == "hang", res.outcome.detail
+    assert res.outcome.phase == "init"
+    assert "guest hung in phase init" in res.outcome.detail
+    assert "rig-init: step hang: stopping here on purpose" in res.outcome.detail
+    assert took < 4 + 15, f"hang reported only after {took:.1f} s"
+    assert [p.ended_by for p in res.phases][-1] == "timeout"
+
+
+def test_panic_is_its_own_class():
+    res = boot(BootRequest(flavor=FLAVOR, cmdline="rig.panic=1", name="lifecycle-panic"))
+    assert res.outcome.cls == "panic", res.outcome.detail
+    assert "GUEST_PANICKED" in res.outcome.events
+    assert b"Kernel panic - not syncing" in res.console
+
+
+def test_failed_step_is_a_guest_error():
+    res = boot(BootRequest(flavor=FLAVOR, cmdline="rig.steps=kmsg,no-such-step",
+                           name="lifecycle-fail"))
+    assert res.outcome.cls == "guest-error", res.outcome.detail
+    assert b"rig-init: unknown step 'no-such-step'" in res.console
+
+
+def test_qemu_dying_by_a_signal_is_a_qemu_crash():
+    run_dir = new_run_dir("lifecycle-crash", FLAVOR)
+
+    def crash_qemu():
+        wait_for(lambda: console_has(run_dir, b"step hang"), 60, "the hang step")
+        os.kill(int((run_dir / "qemu.pid").read_text()), signal.SIGSEGV)
+
+    t = threading.Thread(target=crash_qemu, daemon=True)
+    t.start()
+    res = boot(BootRequest(flavor=FLAVOR, cmdline="rig.hang=1", init_timeout_s=60,
+                           run_dir=run_dir))
+    t.join(5)
+    assert res.outcome.cls == "qemu-crash", res.outcome.detail
+    assert res.outcome.signal == "SIGSEGV"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT],
+                         ids=["SIGKILL", "SIGTERM", "SIGINT"])
+def test_killing_the_harness_mid_boot_leaves_no_qemu(tmp_path, sig):
+    env = dict(os.environ, RIG_RUNS=str(tmp_path))
+    harness = subprocess.Popen([sys.executable, "-m", "rig", "boot", "--flavor", FLAVOR,
+                                "--cmdline", "rig.hang=1", "--init-timeout", "120", "--quiet"],
+                               cwd=paths.REPO, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        def running():
+            dirs = list(tmp_path.glob("*/qemu.pid"))
+            return bool(dirs) and console_has(dirs[0].parent, b"step hang")
+        wait_for(running, 60, "QEMU to reach the hang step")
+        qemu_pid = int(next(tmp_path.glob("*/qemu.pid")).read_text())
+        assert not process_gone(qemu_pid)
+        harness.send_signal(sig)
+        harness.wait(timeout=20)
+        wait_for(lambda: process_gone(qemu_pid), 10, f"QEMU pid {qemu_pid} to go after {sig!r}")
+    finally:
+        if harness.poll() is None:
+            harness.kill()
