@@ -24,7 +24,7 @@ def _probe_file(qemu, kernel, initrd) -> Path:
 
 
 def probe_kvm(qemu, kernel, initrd) -> dict:
-    from rig.machine import Machine, Phase
+    from rig.machine import Machine, Phase, default_phases
     from rig.qemu_argv import MachineConfig
     cached = _probe_file(qemu, kernel, initrd)
     if cached.is_file():
@@ -36,15 +36,15 @@ def probe_kvm(qemu, kernel, initrd) -> dict:
             cfg = MachineConfig(qemu=qemu.path("qemu-system-x86_64"),
                                 kernel=kernel.path("bzImage"), initrd=initrd.path("initramfs"),
                                 run_dir=Path(tmp), accel="kvm")
-            phases = [Phase("firmware", rb"Linux version \S+", PROBE_TIMEOUT_S),
-                      Phase("kernel", rb"rig-init: start", PROBE_TIMEOUT_S),
-                      Phase("init", rb"rig-init: end status=-?\d+", PROBE_TIMEOUT_S),
-                      Phase("exit", None, PROBE_TIMEOUT_S)]
+            phases = [Phase(p.name, p.until, min(p.timeout_s, PROBE_TIMEOUT_S))
+                      for p in default_phases()]
             with Machine(cfg, phases) as m:
                 res = m.run()
-            verdict = {"ok": res.outcome.cls == "clean",
-                       "why": f"probe boot under KVM: {res.outcome.cls} "
-                              f"({res.outcome.detail.splitlines()[0]})"}
+            stderr = (Path(tmp) / "qemu.stderr").read_text(errors="replace").strip()
+            why = f"probe boot under KVM: {res.outcome.cls}, {res.outcome.detail.split(';')[0]}"
+            if stderr:
+                why += f"; QEMU said: {stderr.splitlines()[-1][:200]}"
+            verdict = {"ok": res.outcome.cls == "clean", "why": why}
     cached.parent.mkdir(parents=True, exist_ok=True)
     cached.write_text(json.dumps(verdict) + "\n")
     return verdict

@@ -217,8 +217,9 @@ class Machine:
                 finished = how == "qemu-exit"
                 break
         if hung is None and not finished:
-            # After a panic (or an early stop) wait for QEMU to exit on its own.
+            # After a panic wait for QEMU to exit on its own (panic=-1, -no-reboot).
             exit_phase = self.phases[-1]
+            pending = [p for p in pending if p is not exit_phase]
             start = time.monotonic()
             how = self._wait(None, exit_phase.timeout_s, watch_panic=False)
             results.append(PhaseResult("exit", how, round(time.monotonic() - start, 3)))

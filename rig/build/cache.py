@@ -9,6 +9,7 @@ directory without one is a build that did not finish and is redone.
 that a miss can say which input changed.
 """
 import fcntl
+import functools
 import hashlib
 import json
 import shutil
@@ -27,6 +28,13 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def sha256_file(path: Path) -> str:
+    st = path.stat()
+    return _sha256_file(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _sha256_file(path: str, size: int, mtime_ns: int) -> str:
+    """Cached per process by (path, size, mtime): the kernel tarball is 150 MB."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -53,6 +61,7 @@ def first_line(argv) -> str:
     return out.splitlines()[0].strip() if out else ""
 
 
+@functools.lru_cache(maxsize=None)
 def toolchain_id() -> str:
     """The compiler and linker that build kernels, QEMU and the init."""
     return f"{first_line(['gcc', '--version'])} / {first_line(['ld', '--version'])}"

@@ -5,6 +5,7 @@ qemu-devices/patches/series hooks it into QEMU's Kconfig and meson files.
 Only the x86_64 softmmu binary is built, with TCG (and KVM, used only after a
 probe boot succeeds).
 """
+import functools
 import os
 import re
 import shutil
@@ -26,6 +27,7 @@ CONFIGURE_FLAGS = [
 NINJA_TARGET = "qemu-system-x86_64"
 
 
+@functools.lru_cache(maxsize=None)
 def source_release() -> Tuple[str, str]:
     """(version, dsc sha256) of the QEMU source apt would fetch now.
 

@@ -39,12 +39,17 @@ def write_patch(tree, name, old, new, path="file.c"):
     return diff
 
 
-def test_series_applies_in_order(tmp_path):
-    src = tmp_path / "src"
+def source_and_patch_dirs(tmp_path, content):
+    """A one-file source tree holding content, and an empty patch directory."""
+    src, kp = tmp_path / "src", tmp_path / "kp"
     src.mkdir()
-    (src / "file.c").write_text("one\ntwo\nthree\n")
-    kp = tmp_path / "kp"
     kp.mkdir()
+    (src / "file.c").write_text(content)
+    return src, kp
+
+
+def test_series_applies_in_order(tmp_path):
+    src, kp = source_and_patch_dirs(tmp_path, "one\ntwo\nthree\n")
     (kp / "0001-a.patch").write_text(write_patch(tmp_path, "x", "one\ntwo\nthree\n",
                                                 "one\n2\nthree\n"))
     (kp / "0002-b.patch").write_text(write_patch(tmp_path, "x", "one\n2\nthree\n",
@@ -57,11 +62,7 @@ def test_series_applies_in_order(tmp_path):
 
 
 def test_failing_patch_names_itself_and_shows_the_hunk(tmp_path):
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "file.c").write_text("completely\ndifferent\ncontent\n")
-    kp = tmp_path / "kp"
-    kp.mkdir()
+    src, kp = source_and_patch_dirs(tmp_path, "completely\ndifferent\ncontent\n")
     (kp / "0001-bad.patch").write_text(write_patch(tmp_path, "x", "one\ntwo\nthree\n",
                                                   "one\nTWO\nthree\n"))
     (kp / "series").write_text("0001-bad.patch\n")
