@@ -1,6 +1,7 @@
 """Run a long build command with its output in a log and progress on stdout."""
 import os
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -45,6 +46,19 @@ def ninja_progress(log: Path) -> str:
     return f"{done}/{total} ninja steps ({100 * done // total}%)"
 
 
+def _wait_reporting(proc, label, log, start, progress) -> int:
+    next_report = start + PROGRESS_EVERY_S
+    while True:
+        try:
+            return proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            pass
+        if progress and time.monotonic() >= next_report:
+            elapsed = int(time.monotonic() - start)
+            print(f"[{label}] {progress(log)}, {elapsed // 60}m{elapsed % 60:02d}s", flush=True)
+            next_report += PROGRESS_EVERY_S
+
+
 def run_logged(label: str, argv: Sequence[str], log: Path, cwd: Optional[Path] = None,
                env: Optional[dict] = None,
                progress: Optional[Callable[[Path], str]] = None) -> None:
@@ -54,20 +68,16 @@ def run_logged(label: str, argv: Sequence[str], log: Path, cwd: Optional[Path] =
     with open(log, "ab") as out:
         out.write(("$ " + " ".join(argv) + "\n").encode())
         out.flush()
+        # Own session, so that an interrupted build takes all of make's children along.
         proc = subprocess.Popen(list(argv), cwd=cwd, env=full_env, stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        next_report = start + PROGRESS_EVERY_S
-        while True:
-            try:
-                rc = proc.wait(timeout=1.0)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            if progress and time.monotonic() >= next_report:
-                elapsed = int(time.monotonic() - start)
-                print(f"[{label}] {progress(log)}, {elapsed // 60}m{elapsed % 60:02d}s",
-                      flush=True)
-                next_report += PROGRESS_EVERY_S
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            rc = _wait_reporting(proc, label, log, start, progress)
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
     if rc != 0:
         raise BuildError(f"[{label}] `{' '.join(argv[:3])} ...` failed with status {rc}; "
                          f"full log: {log}\n--- last lines ---\n{tail(log)}")
