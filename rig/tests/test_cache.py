@@ -120,3 +120,12 @@ def test_sha256_tree_excludes(tmp_path):
     (tmp_path / "README.md").write_text("doc")
     assert cache.sha256_tree(tmp_path, exclude=["README.md"]) == d
     assert cache.sha256_tree(tmp_path) != d
+
+
+def test_missing_artifact_says_what_to_run(tmp_cache):
+    from rig.build import artifacts
+    from rig.build.runner import BuildError
+    with pytest.raises(BuildError, match=r"the patched kernel is not built .*run `make kernel`"):
+        artifacts.kernel("patched")
+    with pytest.raises(BuildError, match=r"initramfs is not built .*run `make initramfs`"):
+        artifacts.initramfs("vanilla")
