@@ -14,7 +14,7 @@ PACKAGES := \
 	busybox-static \
 	python3 python3-pytest python3-pexpect python3-pytest-xdist
 
-.PHONY: help deps kernel qemu initramfs build demo test unit clean clean-cache
+.PHONY: help deps kernel qemu initramfs build demo test unit tools-check clean clean-cache
 
 help:
 	@echo "make demo        boot the patched kernel, print the transcript and a verdict"
@@ -42,14 +42,19 @@ build: deps
 demo: build
 	@$(RIG) boot --flavor patched
 
-test: build
+test: build tools-check
 	@$(PYTEST) -v $(PYTEST_ARGS)
 
-unit: deps
+unit: deps tools-check
 	@$(PYTEST) -v rig/tests -m "not boots" $(PYTEST_ARGS)
+
+# The uartlog decoder (C) and its unit tests.
+tools-check: deps
+	@$(MAKE) -s -C qemu-devices/tools check
 
 clean:
 	rm -rf runs .pytest_cache
+	$(MAKE) -s -C qemu-devices/tools clean
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 clean-cache:

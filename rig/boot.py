@@ -29,6 +29,7 @@ class BootRequest:
     memory_mb: int = 256
     accel: str = "tcg"            # tcg, kvm or auto (kvm only after a probe boot succeeds)
     deterministic: bool = False
+    baud_model: bool = True
     init_timeout_s: float = 60.0
     name: str = "boot"
     run_dir: Optional[Path] = None
@@ -61,7 +62,7 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
     cfg = MachineConfig(qemu=qemu.path("qemu-system-x86_64"), kernel=kernel.path("bzImage"),
                         initrd=initrd.path("initramfs"), run_dir=run_dir, cmdline=req.cmdline,
                         smp=req.smp, memory_mb=req.memory_mb, accel=accel,
-                        deterministic=req.deterministic)
+                        deterministic=req.deterministic, baud_model=req.baud_model)
     slow = 4.0 if req.deterministic else 1.0
     with Machine(cfg, default_phases(req.init_timeout_s, slow), live=live) as m:
         result = m.run()
@@ -75,6 +76,7 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
                     "init_end": guest_time_of(result.console, "rig-init: end status=")},
         "accel": accel,
         "deterministic": req.deterministic,
+        "baud_model": req.baud_model,
         "kernel": {"release": kernel["outputs"]["kernel_release"],
                    "source": kernel["outputs"]["source_version"],
                    "patches": kernel["outputs"]["patches"], "cache_key": kernel["key"]},

@@ -30,7 +30,8 @@ def cmd_boot(args) -> int:
     install_signal_cleanup()
     req = BootRequest(flavor=args.flavor, cmdline=" ".join(args.cmdline), smp=args.smp,
                       memory_mb=args.memory, accel=args.accel,
-                      deterministic=args.deterministic, init_timeout_s=args.init_timeout,
+                      deterministic=args.deterministic, baud_model=not args.no_baud_model,
+                      init_timeout_s=args.init_timeout,
                       name=args.name)
     live = None if args.quiet else sys.stdout.buffer
     print(f"[boot] {args.flavor} kernel, {args.smp} vCPUs, accel {args.accel}", flush=True)
@@ -92,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="tcg (default); kvm or auto only after a probe boot succeeds")
     bo.add_argument("--deterministic", action="store_true",
                     help="instruction-counted virtual time (-icount) for repeatable runs")
+    bo.add_argument("--no-baud-model", action="store_true",
+                    help="let the console UART transmit at once instead of at 115200 baud")
     bo.add_argument("--init-timeout", type=float, default=60.0,
                     help="seconds the init phase may take before it counts as hung")
     bo.add_argument("--name", default="boot", help="name part of the run directory")

@@ -9,6 +9,9 @@ from rig import paths
 BASE_CMDLINE = ("console=ttyS0,115200 panic=-1 printk.devkmsg=on "
                 "rig.side=/dev/ttyS1")
 ISA_DEBUG_EXIT = "isa-debug-exit,iobase=0xf4,iosize=0x04"
+# ttyS0: the instrumented UART (qemu-devices/); ttyS1: a stock 16550A.
+CONSOLE_UART = "rig-serial,chardev=con0,index=0,iobase=0x3f8,irq=4,log={log}"
+SIDE_UART = "isa-serial,chardev=side0,index=1,iobase=0x2f8,irq=3"
 # Deterministic execution: instruction counting drives virtual time, the RTC
 # follows it, so an SMP run repeats byte for byte (see README, Determinism).
 DETERMINISTIC_ARGS = ["-icount", "shift={shift},sleep=off,align=off",
@@ -27,6 +30,7 @@ class MachineConfig:
     accel: str = "tcg"          # "tcg" or "kvm"
     deterministic: bool = False
     icount_shift: int = 0
+    baud_model: bool = True     # rig-serial times THRE/TEMT like a real UART
     extra_args: List[str] = field(default_factory=list)
 
     @property
@@ -36,6 +40,10 @@ class MachineConfig:
     @property
     def side_log(self) -> Path:
         return self.run_dir / "side.bin"
+
+    @property
+    def uart_log(self) -> Path:
+        return self.run_dir / "uart.log"
 
     @property
     def qmp_socket(self) -> Path:
@@ -60,9 +68,10 @@ def build_argv(cfg: MachineConfig, firmware_dirs: Sequence[Path] = paths.FIRMWAR
         "-nodefaults", "-no-user-config", "-display", "none", "-vga", "none",
         "-no-reboot",
         "-chardev", f"stdio,id=con0,signal=off,logfile={cfg.console_log},logappend=off",
-        "-serial", "chardev:con0",
+        "-device", CONSOLE_UART.format(log=cfg.uart_log) +
+        ("" if cfg.baud_model else ",baud-model=off"),
         "-chardev", f"file,id=side0,path={cfg.side_log}",
-        "-serial", "chardev:side0",
+        "-device", SIDE_UART,
         "-device", ISA_DEBUG_EXIT,
         "-device", "pvpanic",
         "-action", "panic=none",

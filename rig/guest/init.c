@@ -19,6 +19,9 @@
  *                     panic  crash the kernel through /proc/sysrq-trigger
  *                     shell  run busybox sh on the console until it exits
  *                     sleep  sleep rig.sleep_ms milliseconds
+ *                     line   print one console line of exactly rig.line_len bytes
+ *                            (prefix and CRLF included, default 1000), bracketed
+ *                            by markers 1 and 2 on the UART's marker port
  *   rig.hang=1        shorthand for a trailing "hang" step
  *   rig.panic=1       shorthand for a trailing "panic" step
  *   rig.side=PATH     side channel device (default /dev/ttyS1)
@@ -271,6 +274,41 @@ static int step_sleep(void)
 	return 0;
 }
 
+#define MARKER_PORT 0x4f0
+/* Console prefix "[    1.234567] " and the 8250 console's "\r\n". */
+#define CONSOLE_PREFIX_LEN 15
+#define CONSOLE_EOL_LEN 2
+
+static void marker(unsigned int value)
+{
+	if (ioperm(MARKER_PORT, 4, 1) == 0)
+		outl(value, MARKER_PORT);
+}
+
+static int step_line(void)
+{
+	char v[32], buf[1100];
+	long len = param("line_len", v, sizeof(v)) ? atol(v) : 1000;
+	long text = len - CONSOLE_PREFIX_LEN - CONSOLE_EOL_LEN;
+	int n;
+
+	if (text < 12 || text + 16 > (long)sizeof(buf)) {
+		say("step line: rig.line_len=%ld out of range", len);
+		return -1;
+	}
+	n = snprintf(buf, sizeof(buf), "<5>rig-line: ");
+	memset(buf + n, 'x', text - (n - 3));
+	n += text - (n - 3);
+	buf[n++] = '\n';
+	marker(1);
+	if (write(kmsg_fd, buf, n) != n) {
+		say("step line: write /dev/kmsg: %s", strerror(errno));
+		return -1;
+	}
+	marker(2);
+	return 0;
+}
+
 static int run_step(const char *name)
 {
 	say("step %s begin", name);
@@ -284,6 +322,8 @@ static int run_step(const char *name)
 		return step_shell();
 	if (!strcmp(name, "sleep"))
 		return step_sleep();
+	if (!strcmp(name, "line"))
+		return step_line();
 	say("unknown step '%s'", name);
 	return -1;
 }

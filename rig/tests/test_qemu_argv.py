@@ -26,9 +26,12 @@ def test_default_is_tcg_smp2_with_all_channels():
     assert any(c.startswith("stdio,id=con0") and "logfile=/runs/r1/console.log" in c
                for c in chardevs)
     assert "file,id=side0,path=/runs/r1/side.bin" in chardevs
-    # ttyS0 is the console under test, ttyS1 the side channel, in that order.
-    assert value_after(argv, "-serial") == ["chardev:con0", "chardev:side0"]
+    # ttyS0 is the instrumented console under test, ttyS1 the side channel.
+    assert "-serial" not in argv
     devices = value_after(argv, "-device")
+    assert ("rig-serial,chardev=con0,index=0,iobase=0x3f8,irq=4,log=/runs/r1/uart.log"
+            in devices)
+    assert "isa-serial,chardev=side0,index=1,iobase=0x2f8,irq=3" in devices
     assert any(d.startswith("isa-debug-exit,iobase=0xf4") for d in devices)
     assert "pvpanic" in devices
     assert value_after(argv, "-qmp") == ["unix:/runs/r1/qmp.sock,server=on,wait=off"]

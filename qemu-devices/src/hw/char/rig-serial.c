@@ -1,0 +1,487 @@
+/*
+ * rig-serial: an ISA 16550A UART that records every register access.
+ *
+ * A drop-in for isa-serial (same registers, same SerialState core, same
+ * iobase/irq/chardev properties) that appends a fixed-size binary record to
+ * the file given by the "log" property for every register write and, with
+ * "log-reads", every LSR/IIR read.  Each record carries a sequence number,
+ * QEMU_CLOCK_VIRTUAL in ns, the index of the vCPU that did the access and the
+ * DLAB-resolved register.  A second I/O port (marker-iobase, 4 bytes) lets
+ * guest code put markers into the same ordered log.
+ *
+ * With "baud-model" (on by default) the transmitter takes the time a real
+ * UART takes: LSR.THRE and LSR.TEMT follow the bit time of the divisor the
+ * guest programmed (8N1 at 115200 baud: 86.8 us a byte of virtual time), and
+ * the THR-empty interrupt is held back until the modelled FIFO has drained.
+ * Bytes still reach the chardev at once; only what the guest sees is timed.
+ *
+ * Records are written with one write(2) each, so that the log survives a
+ * guest panic and a SIGKILL of QEMU: the data is in the host's page cache as
+ * soon as the access returns.  The format is documented in
+ * qemu-devices/uart-log-format.md.
+ *
+ * Copyright (c) 2026 printk-rig authors
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bswap.h"
+#include "qemu/module.h"
+#include "qemu/timer.h"
+#include "hw/acpi/acpi_aml_interface.h"
+#include "hw/char/serial.h"
+#include "hw/core/cpu.h"
+#include "hw/isa/isa.h"
+#include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
+#include "qom/object.h"
+#include "trace.h"
+
+#define TYPE_RIG_SERIAL "rig-serial"
+OBJECT_DECLARE_SIMPLE_TYPE(RigSerialState, RIG_SERIAL)
+
+#define RIG_LOG_MAGIC "RIGUART\0"
+#define RIG_LOG_VERSION 1
+#define RIG_LOG_HEADER_SIZE 64
+#define RIG_LOG_NO_CPU 0xffff
+
+/* Register codes in the log: the UART registers resolved through DLAB. */
+enum {
+    RIG_REG_THR = 0, RIG_REG_IER, RIG_REG_FCR, RIG_REG_LCR, RIG_REG_MCR,
+    RIG_REG_LSR, RIG_REG_MSR, RIG_REG_SCR, RIG_REG_DLL, RIG_REG_DLM,
+    RIG_REG_IIR, RIG_REG_RBR,
+    RIG_REG_MARKER = 16,
+};
+
+#define RIG_FLAG_READ   0x01
+#define RIG_FLAG_DLAB   0x02
+
+#define RIG_HDR_FLAG_LOG_READS 0x01
+#define RIG_HDR_FLAG_BAUD_MODEL 0x02
+
+/* Transmit FIFO plus the shift register. */
+#define RIG_TX_SLOTS (UART_FIFO_LENGTH + 1)
+#define RIG_LSR_THRE 0x20
+#define RIG_LSR_TEMT 0x40
+#define RIG_IER_THRI 0x02
+
+typedef struct QEMU_PACKED RigLogRecord {
+    uint64_t seq;
+    uint64_t vtime_ns;
+    uint16_t cpu;
+    uint8_t reg;
+    uint8_t flags;
+    uint32_t value;
+} RigLogRecord;
+
+typedef struct QEMU_PACKED RigLogHeader {
+    char magic[8];
+    uint32_t version;
+    uint32_t record_size;
+    uint32_t header_size;
+    uint32_t baudbase;
+    uint32_t iobase;
+    uint32_t irq;
+    uint32_t marker_iobase;
+    uint32_t flags;
+    uint8_t reserved[RIG_LOG_HEADER_SIZE - 40];
+} RigLogHeader;
+
+QEMU_BUILD_BUG_ON(sizeof(RigLogRecord) != 24);
+QEMU_BUILD_BUG_ON(sizeof(RigLogHeader) != RIG_LOG_HEADER_SIZE);
+
+struct RigSerialState {
+    ISADevice parent_obj;
+
+    uint32_t index;
+    uint32_t iobase;
+    uint32_t isairq;
+    uint32_t marker_iobase;
+    char *log_path;
+    bool log_reads;
+    bool baud_model;
+
+    SerialState state;
+    MemoryRegion marker_io;
+    int log_fd;
+    uint64_t seq;
+
+    /* Baud model: virtual time at which each queued byte leaves the wire. */
+    int64_t tx_done[RIG_TX_SLOTS];
+    uint32_t tx_head, tx_count;
+    int64_t tx_last_done;
+    uint8_t guest_ier;          /* IER as the guest wrote it */
+    QEMUTimer *thri_timer;
+};
+
+static const char *const reg_names[] = {
+    [RIG_REG_THR] = "THR", [RIG_REG_IER] = "IER", [RIG_REG_FCR] = "FCR",
+    [RIG_REG_LCR] = "LCR", [RIG_REG_MCR] = "MCR", [RIG_REG_LSR] = "LSR",
+    [RIG_REG_MSR] = "MSR", [RIG_REG_SCR] = "SCR", [RIG_REG_DLL] = "DLL",
+    [RIG_REG_DLM] = "DLM", [RIG_REG_IIR] = "IIR", [RIG_REG_RBR] = "RBR",
+    [RIG_REG_MARKER] = "MARKER",
+};
+
+static void rig_log(RigSerialState *r, uint8_t reg, uint8_t flags,
+                    uint32_t value)
+{
+    RigLogRecord rec;
+    int cpu = current_cpu ? current_cpu->cpu_index : -1;
+
+    rec.seq = cpu_to_le64(r->seq++);
+    rec.vtime_ns = cpu_to_le64(qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+    rec.cpu = cpu_to_le16(cpu < 0 ? RIG_LOG_NO_CPU : cpu);
+    rec.reg = reg;
+    rec.flags = flags;
+    rec.value = cpu_to_le32(value);
+    trace_rig_serial_record(le64_to_cpu(rec.seq), cpu,
+                            reg < ARRAY_SIZE(reg_names) && reg_names[reg] ?
+                            reg_names[reg] : "?", flags, value);
+    if (r->log_fd >= 0 &&
+        qemu_write_full(r->log_fd, &rec, sizeof(rec)) != sizeof(rec)) {
+        error_report("rig-serial: writing %s failed: %s; logging stops",
+                     r->log_path, strerror(errno));
+        close(r->log_fd);
+        r->log_fd = -1;
+    }
+}
+
+static uint8_t reg_code(SerialState *s, hwaddr addr, bool is_write)
+{
+    bool dlab = s->lcr & 0x80;
+
+    switch (addr & 7) {
+    case 0:
+        return dlab ? RIG_REG_DLL : (is_write ? RIG_REG_THR : RIG_REG_RBR);
+    case 1:
+        return dlab ? RIG_REG_DLM : RIG_REG_IER;
+    case 2:
+        return is_write ? RIG_REG_FCR : RIG_REG_IIR;
+    case 3:
+        return RIG_REG_LCR;
+    case 4:
+        return RIG_REG_MCR;
+    case 5:
+        return RIG_REG_LSR;
+    case 6:
+        return RIG_REG_MSR;
+    default:
+        return RIG_REG_SCR;
+    }
+}
+
+/* Drop the bytes that have left the wire by now; return how many are left. */
+static uint32_t tx_pending(RigSerialState *r, int64_t now)
+{
+    while (r->tx_count && r->tx_done[r->tx_head] <= now) {
+        r->tx_head = (r->tx_head + 1) % RIG_TX_SLOTS;
+        r->tx_count--;
+    }
+    return r->tx_count;
+}
+
+static int64_t char_time_ns(SerialState *s)
+{
+    /* serial.c computes it from the divisor and frame format, in ns. */
+    return s->char_transmit_time ? s->char_transmit_time : 86805;
+}
+
+static void tx_enqueue(RigSerialState *r, int64_t now)
+{
+    int64_t start = MAX(now, r->tx_last_done);
+
+    tx_pending(r, now);
+    if (r->tx_count == RIG_TX_SLOTS) {
+        /* Overrun: a real 16550A loses the byte; we keep timing the rest. */
+        r->tx_head = (r->tx_head + 1) % RIG_TX_SLOTS;
+        r->tx_count--;
+    }
+    r->tx_last_done = start + char_time_ns(&r->state);
+    r->tx_done[(r->tx_head + r->tx_count) % RIG_TX_SLOTS] = r->tx_last_done;
+    r->tx_count++;
+}
+
+/* Give the core the guest's IER, holding THRI back while bytes are queued. */
+static void sync_core_ier(RigSerialState *r, int64_t now)
+{
+    SerialState *s = &r->state;
+    uint8_t ier = r->guest_ier;
+    uint8_t saved_lcr = s->lcr;
+
+    if (r->baud_model && tx_pending(r, now) > 1) {
+        ier &= ~RIG_IER_THRI;
+        timer_mod(r->thri_timer, r->tx_done[(r->tx_head + r->tx_count - 2) %
+                                            RIG_TX_SLOTS]);
+    }
+    if (s->ier == ier) {
+        return;
+    }
+    s->lcr &= ~0x80;
+    serial_io_ops.write(s, 1, ier, 1);
+    s->lcr = saved_lcr;
+}
+
+static void rig_thri_timer_cb(void *opaque)
+{
+    RigSerialState *r = opaque;
+
+    sync_core_ier(r, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+}
+
+static void rig_serial_write(void *opaque, hwaddr addr, uint64_t val,
+                             unsigned size)
+{
+    RigSerialState *r = opaque;
+    SerialState *s = &r->state;
+    uint8_t flags = (s->lcr & 0x80) ? RIG_FLAG_DLAB : 0;
+    uint8_t reg = reg_code(s, addr, true);
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
+    /* Logged before the access takes effect: the log order is the bus order. */
+    rig_log(r, reg, flags, val & 0xff);
+    if (reg == RIG_REG_IER) {
+        r->guest_ier = val & 0x0f;
+        sync_core_ier(r, now);
+        return;
+    }
+    serial_io_ops.write(s, addr, val, size);
+    if (reg == RIG_REG_THR && r->baud_model) {
+        tx_enqueue(r, now);
+        sync_core_ier(r, now);
+    }
+}
+
+/* LSR as the modelled transmitter has it at virtual time now. */
+static uint8_t model_lsr(RigSerialState *r, uint8_t lsr, int64_t now)
+{
+    uint32_t pending = tx_pending(r, now);
+
+    lsr &= ~(RIG_LSR_THRE | RIG_LSR_TEMT);
+    if (pending <= 1) {
+        lsr |= RIG_LSR_THRE;
+    }
+    if (pending == 0) {
+        lsr |= RIG_LSR_TEMT;
+    }
+    return lsr;
+}
+
+static uint64_t rig_serial_read(void *opaque, hwaddr addr, unsigned size)
+{
+    RigSerialState *r = opaque;
+    SerialState *s = &r->state;
+    uint8_t reg = reg_code(s, addr, false);
+    uint8_t flags = RIG_FLAG_READ | ((s->lcr & 0x80) ? RIG_FLAG_DLAB : 0);
+    uint64_t val = serial_io_ops.read(s, addr, size);
+
+    if (reg == RIG_REG_IER) {
+        val = r->guest_ier;
+    } else if (reg == RIG_REG_LSR && r->baud_model) {
+        val = model_lsr(r, val, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+    }
+    if (r->log_reads && (reg == RIG_REG_LSR || reg == RIG_REG_IIR)) {
+        rig_log(r, reg, flags, val & 0xff);
+    }
+    return val;
+}
+
+static const MemoryRegionOps rig_serial_io_ops = {
+    .read = rig_serial_read,
+    .write = rig_serial_write,
+    .valid = {
+        .unaligned = 1,
+    },
+    .impl = {
+        .min_access_size = 1,
+        .max_access_size = 1,
+    },
+    .endianness = DEVICE_LITTLE_ENDIAN,
+};
+
+static uint64_t rig_marker_read(void *opaque, hwaddr addr, unsigned size)
+{
+    return 0;
+}
+
+static void rig_marker_write(void *opaque, hwaddr addr, uint64_t val,
+                             unsigned size)
+{
+    RigSerialState *r = opaque;
+
+    trace_rig_serial_marker(current_cpu ? current_cpu->cpu_index : -1, val);
+    rig_log(r, RIG_REG_MARKER, 0, val);
+}
+
+static const MemoryRegionOps rig_marker_ops = {
+    .read = rig_marker_read,
+    .write = rig_marker_write,
+    .valid = {
+        .min_access_size = 1,
+        .max_access_size = 4,
+    },
+    .impl = {
+        .min_access_size = 4,
+        .max_access_size = 4,
+    },
+    .endianness = DEVICE_LITTLE_ENDIAN,
+};
+
+static void rig_open_log(RigSerialState *r, Error **errp)
+{
+    RigLogHeader hdr = { 0 };
+
+    r->log_fd = -1;
+    if (!r->log_path) {
+        return;
+    }
+    r->log_fd = qemu_create(r->log_path, O_WRONLY | O_TRUNC | O_BINARY, 0644,
+                            errp);
+    if (r->log_fd < 0) {
+        return;
+    }
+    memcpy(hdr.magic, RIG_LOG_MAGIC, sizeof(hdr.magic));
+    hdr.version = cpu_to_le32(RIG_LOG_VERSION);
+    hdr.record_size = cpu_to_le32(sizeof(RigLogRecord));
+    hdr.header_size = cpu_to_le32(sizeof(RigLogHeader));
+    hdr.baudbase = cpu_to_le32(r->state.baudbase);
+    hdr.iobase = cpu_to_le32(r->iobase);
+    hdr.irq = cpu_to_le32(r->isairq);
+    hdr.marker_iobase = cpu_to_le32(r->marker_iobase);
+    hdr.flags = cpu_to_le32((r->log_reads ? RIG_HDR_FLAG_LOG_READS : 0) |
+                            (r->baud_model ? RIG_HDR_FLAG_BAUD_MODEL : 0));
+    if (qemu_write_full(r->log_fd, &hdr, sizeof(hdr)) != sizeof(hdr)) {
+        error_setg_errno(errp, errno, "rig-serial: cannot write %s",
+                         r->log_path);
+        close(r->log_fd);
+        r->log_fd = -1;
+    }
+}
+
+static void rig_serial_realize(DeviceState *dev, Error **errp)
+{
+    ISADevice *isadev = ISA_DEVICE(dev);
+    RigSerialState *r = RIG_SERIAL(dev);
+    SerialState *s = &r->state;
+    Error *err = NULL;
+
+    if (r->index >= MAX_ISA_SERIAL_PORTS) {
+        error_setg(errp, "rig-serial: index must be below %d",
+                   MAX_ISA_SERIAL_PORTS);
+        return;
+    }
+    s->irq = isa_get_irq(isadev, r->isairq);
+    if (!qdev_realize(DEVICE(s), NULL, errp)) {
+        return;
+    }
+    qdev_set_legacy_instance_id(dev, r->iobase, 3);
+    r->thri_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rig_thri_timer_cb, r);
+    rig_open_log(r, &err);
+    if (err) {
+        error_propagate(errp, err);
+        return;
+    }
+    memory_region_init_io(&s->io, OBJECT(r), &rig_serial_io_ops, r,
+                          "rig-serial", 8);
+    isa_register_ioport(isadev, &s->io, r->iobase);
+    memory_region_init_io(&r->marker_io, OBJECT(r), &rig_marker_ops, r,
+                          "rig-serial-marker", 4);
+    isa_register_ioport(isadev, &r->marker_io, r->marker_iobase);
+}
+
+static void rig_serial_unrealize(DeviceState *dev)
+{
+    RigSerialState *r = RIG_SERIAL(dev);
+
+    timer_free(r->thri_timer);
+    if (r->log_fd >= 0) {
+        close(r->log_fd);
+        r->log_fd = -1;
+    }
+}
+
+static void rig_serial_build_aml(AcpiDevAmlIf *adev, Aml *scope)
+{
+    RigSerialState *r = RIG_SERIAL(adev);
+    Aml *crs = aml_resource_template();
+    Aml *dev;
+
+    aml_append(crs, aml_io(AML_DECODE16, r->iobase, r->iobase, 0x00, 0x08));
+    aml_append(crs, aml_irq_no_flags(r->isairq));
+    dev = aml_device("COM%d", r->index + 1);
+    aml_append(dev, aml_name_decl("_HID", aml_eisaid("PNP0501")));
+    aml_append(dev, aml_name_decl("_UID", aml_int(r->index + 1)));
+    aml_append(dev, aml_name_decl("_STA", aml_int(0xf)));
+    aml_append(dev, aml_name_decl("_CRS", crs));
+    aml_append(scope, dev);
+}
+
+static const VMStateDescription vmstate_rig_serial = {
+    .name = "rig-serial",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (VMStateField[]) {
+        VMSTATE_STRUCT(state, RigSerialState, 0, vmstate_serial, SerialState),
+        VMSTATE_UINT64(seq, RigSerialState),
+        VMSTATE_INT64_ARRAY(tx_done, RigSerialState, RIG_TX_SLOTS),
+        VMSTATE_UINT32(tx_head, RigSerialState),
+        VMSTATE_UINT32(tx_count, RigSerialState),
+        VMSTATE_INT64(tx_last_done, RigSerialState),
+        VMSTATE_UINT8(guest_ier, RigSerialState),
+        VMSTATE_TIMER_PTR(thri_timer, RigSerialState),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static Property rig_serial_properties[] = {
+    DEFINE_PROP_UINT32("index", RigSerialState, index, 0),
+    DEFINE_PROP_UINT32("iobase", RigSerialState, iobase, 0x3f8),
+    DEFINE_PROP_UINT32("irq", RigSerialState, isairq, 4),
+    DEFINE_PROP_UINT32("marker-iobase", RigSerialState, marker_iobase, 0x4f0),
+    DEFINE_PROP_STRING("log", RigSerialState, log_path),
+    DEFINE_PROP_BOOL("log-reads", RigSerialState, log_reads, false),
+    DEFINE_PROP_BOOL("baud-model", RigSerialState, baud_model, true),
+    DEFINE_PROP_END_OF_LIST(),
+};
+
+static void rig_serial_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    AcpiDevAmlIfClass *adevc = ACPI_DEV_AML_IF_CLASS(klass);
+
+    dc->realize = rig_serial_realize;
+    dc->unrealize = rig_serial_unrealize;
+    dc->vmsd = &vmstate_rig_serial;
+    dc->desc = "16550A UART that logs every register access (printk-rig)";
+    adevc->build_dev_aml = rig_serial_build_aml;
+    device_class_set_props(dc, rig_serial_properties);
+    set_bit(DEVICE_CATEGORY_INPUT, dc->categories);
+}
+
+static void rig_serial_instance_init(Object *o)
+{
+    RigSerialState *r = RIG_SERIAL(o);
+
+    r->log_fd = -1;
+    object_initialize_child(o, "serial", &r->state, TYPE_SERIAL);
+    qdev_alias_all_properties(DEVICE(&r->state), o);
+}
+
+static const TypeInfo rig_serial_info = {
+    .name          = TYPE_RIG_SERIAL,
+    .parent        = TYPE_ISA_DEVICE,
+    .instance_size = sizeof(RigSerialState),
+    .instance_init = rig_serial_instance_init,
+    .class_init    = rig_serial_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { TYPE_ACPI_DEV_AML_IF },
+        { },
+    },
+};
+
+static void rig_serial_register_types(void)
+{
+    type_register_static(&rig_serial_info);
+}
+
+type_init(rig_serial_register_types)

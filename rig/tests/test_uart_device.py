@@ -1,0 +1,132 @@
+"""The instrumented UART (qemu-devices/rig-serial) on real boots."""
+import json
+import subprocess
+
+import pytest
+
+from rig import paths, uartlog
+from rig.boot import BootRequest, boot
+
+pytestmark = pytest.mark.boots
+
+
+@pytest.fixture(scope="module")
+def clean_boot():
+    res = boot(BootRequest(flavor="vanilla", name="uart-device"))
+    assert res.outcome.cls == "clean", res.outcome.detail
+    return res, uartlog.read(res.run_dir / "uart.log")
+
+
+def test_thr_bytes_are_the_transcript_byte_for_byte(clean_boot):
+    res, log = clean_boot
+    thr = log.thr_bytes()
+    assert len(thr) > 5000
+    if thr != res.console:
+        at = next(i for i, (a, b) in enumerate(zip(thr, res.console)) if a != b)
+        pytest.fail(f"THR bytes and console.log differ first at byte {at}: "
+                    f"THR {thr[at:at + 40]!r} vs console {res.console[at:at + 40]!r} "
+                    f"(lengths {len(thr)} / {len(res.console)})")
+
+
+def console_writes(log):
+    """(IER before, IER written after) around each run of THR writes, with the
+    IER value the run was written under."""
+    ier = 0
+    before = None
+    segments = []
+    in_run = False
+    for r in log.records:
+        if r.is_read:
+            continue
+        if r.reg == "IER":
+            if in_run:
+                segments.append((before, run_ier, r.value))
+                in_run = False
+            before, ier = ier, r.value
+        elif r.reg == "THR":
+            if not in_run:
+                in_run, run_ier = True, ier
+    return segments
+
+
+def test_console_write_clears_ier_and_restores_it(clean_boot):
+    _, log = clean_boot
+    segs = console_writes(log)
+    assert segs, "no IER write brackets any THR run"
+    for before, during, after in segs:
+        assert during == 0, f"THR written with IER {during:#04x}, not cleared"
+        assert after == before, f"IER {before:#04x} before console write, {after:#04x} after"
+    assert any(before != 0 for before, _, _ in segs), \
+        "never saw a console write clear a non-zero IER (port never opened?)"
+
+
+def test_records_carry_vcpu_and_virtual_time(clean_boot):
+    _, log = clean_boot
+    assert log.header.iobase == 0x3F8 and log.header.baudbase == 115200
+    times = [r.vtime_ns for r in log.records]
+    assert times == sorted(times)
+    assert all(r.cpu is not None for r in log.writes("THR"))
+
+
+@pytest.fixture(scope="module")
+def uartlog_bin():
+    tools = paths.QEMU_DEVICES / "tools"
+    subprocess.run(["make", "-s", "-C", str(tools), "uartlog"], check=True)
+    return tools / "uartlog"
+
+
+def test_c_decoder_agrees_with_the_python_reader(clean_boot, uartlog_bin):
+    res, log = clean_boot
+    out = subprocess.run([str(uartlog_bin), "--json", str(res.run_dir / "uart.log")],
+                         capture_output=True, text=True, check=True).stdout
+    decoded = [json.loads(line) for line in out.splitlines()]
+    assert len(decoded) == len(log.records)
+    for d, r in zip(decoded, log.records):
+        assert (d["seq"], d["vtime_ns"], d["reg"], d["value"], d["flags"]) == \
+            (r.seq, r.vtime_ns, r.reg, r.value, r.flags)
+        assert d["cpu"] == (-1 if r.cpu is None else r.cpu)
+    streams = subprocess.run([str(uartlog_bin), "--streams", str(res.run_dir / "uart.log")],
+                             capture_output=True, check=True).stdout
+    assert streams == res.console
+
+
+def test_both_decoders_reject_a_truncated_log(clean_boot, uartlog_bin, tmp_path):
+    res, _ = clean_boot
+    data = (res.run_dir / "uart.log").read_bytes()
+    bad = tmp_path / "cut.log"
+    bad.write_bytes(data[:-7])
+    offset = len(data) - 24
+    c = subprocess.run([str(uartlog_bin), str(bad)], capture_output=True, text=True)
+    assert c.returncode == 1 and f"partial record at offset {offset}" in c.stderr
+    with pytest.raises(uartlog.UartLogError, match=f"partial record at offset {offset}"):
+        uartlog.read(bad)
+
+
+def line_write(log):
+    """(duration ns, THR count) of rig-init's `line` step: from its first THR
+    byte to the IER restore that follows the console's wait for TEMT."""
+    seg = uartlog.between_markers(log, 1, 2)
+    thr = [r for r in seg if r.reg == "THR" and not r.is_read]
+    restore = [r for r in seg if r.reg == "IER" and not r.is_read][-1]
+    return restore.vtime_ns - thr[0].vtime_ns, len(thr)
+
+
+def test_baud_model_1000_bytes_take_their_wire_time():
+    # Deterministic execution: virtual time follows instructions, so host load
+    # cannot stretch the measurement.
+    res = boot(BootRequest(flavor="vanilla", cmdline="rig.steps=line rig.line_len=1000",
+                           deterministic=True, name="uart-baud"))
+    assert res.outcome.cls == "clean", res.outcome.detail
+    dur, n = line_write(uartlog.read(res.run_dir / "uart.log"))
+    assert n == 1000
+    expected = 1000 * uartlog.char_time_ns(115200)
+    assert abs(dur / expected - 1) < 0.02, \
+        f"1000 bytes took {dur / 1e6:.3f} ms of virtual time, wire time is {expected / 1e6:.3f} ms"
+
+
+def test_baud_model_off_transmits_at_once():
+    res = boot(BootRequest(flavor="vanilla", cmdline="rig.steps=line rig.line_len=1000",
+                           baud_model=False, name="uart-nobaud"))
+    assert res.outcome.cls == "clean", res.outcome.detail
+    dur, n = line_write(uartlog.read(res.run_dir / "uart.log"))
+    assert n == 1000 and dur < 0.5 * 1000 * uartlog.char_time_ns(115200)
