@@ -9,9 +9,9 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Optional
+from typing import IO, Dict, Optional
 
 from rig import logparse, paths
 from rig.build import artifacts
@@ -30,6 +30,7 @@ class BootRequest:
     accel: str = "tcg"            # tcg, kvm or auto (kvm only after a probe boot succeeds)
     deterministic: bool = False
     baud_model: bool = True
+    uart_props: Dict[str, str] = field(default_factory=dict)   # e.g. an NMI trigger
     init_timeout_s: float = 60.0
     name: str = "boot"
     run_dir: Optional[Path] = None
@@ -62,7 +63,8 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
     cfg = MachineConfig(qemu=qemu.path("qemu-system-x86_64"), kernel=kernel.path("bzImage"),
                         initrd=initrd.path("initramfs"), run_dir=run_dir, cmdline=req.cmdline,
                         smp=req.smp, memory_mb=req.memory_mb, accel=accel,
-                        deterministic=req.deterministic, baud_model=req.baud_model)
+                        deterministic=req.deterministic, baud_model=req.baud_model,
+                        uart_props=req.uart_props)
     slow = 4.0 if req.deterministic else 1.0
     with Machine(cfg, default_phases(req.init_timeout_s, slow), live=live) as m:
         result = m.run()

@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Dict, List, Optional
+from typing import IO, Callable, Dict, List, Optional
 
 import pexpect
 
@@ -115,8 +115,12 @@ def last_lines(path: Path, n: int = LAST_LINES) -> str:
 class Machine:
     """A QEMU process for one boot; use as a context manager."""
 
-    def __init__(self, cfg: MachineConfig, phases: List[Phase], live: Optional[IO] = None):
+    def __init__(self, cfg: MachineConfig, phases: List[Phase], live: Optional[IO] = None,
+                 on_phase: Optional[Callable[["Machine", str], None]] = None):
         self.cfg = cfg
+        # Called after each phase that ended by its pattern, in the harness
+        # thread, so it may use self.qmp (for example to arm a trigger).
+        self.on_phase = on_phase
         self.phases = phases
         self.live = live
         self.child: Optional[pexpect.spawn] = None
@@ -213,6 +217,8 @@ class Machine:
             if how == "timeout":
                 hung = phase.name
                 break
+            if how == "matched" and self.on_phase is not None:
+                self.on_phase(self, phase.name)
             if how in ("qemu-exit", "panic"):
                 finished = how == "qemu-exit"
                 break

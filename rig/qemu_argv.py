@@ -1,7 +1,7 @@
 """QEMU command line and kernel command line for one rig boot."""
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Sequence
+from typing import Dict, List, Sequence
 
 from rig import paths
 
@@ -10,7 +10,8 @@ BASE_CMDLINE = ("console=ttyS0,115200 panic=-1 printk.devkmsg=on "
                 "rig.side=/dev/ttyS1")
 ISA_DEBUG_EXIT = "isa-debug-exit,iobase=0xf4,iosize=0x04"
 # ttyS0: the instrumented UART (qemu-devices/); ttyS1: a stock 16550A.
-CONSOLE_UART = "rig-serial,chardev=con0,index=0,iobase=0x3f8,irq=4,log={log}"
+CONSOLE_UART = "rig-serial,id=uart0,chardev=con0,index=0,iobase=0x3f8,irq=4,log={log}"
+CONSOLE_UART_QOM = "/machine/peripheral/uart0"   # for qom-set of its NMI trigger
 SIDE_UART = "isa-serial,chardev=side0,index=1,iobase=0x2f8,irq=3"
 # Deterministic execution: instruction counting drives virtual time, the RTC
 # follows it, so an SMP run repeats byte for byte (see README, Determinism).
@@ -31,6 +32,7 @@ class MachineConfig:
     deterministic: bool = False
     icount_shift: int = 0
     baud_model: bool = True     # rig-serial times THRE/TEMT like a real UART
+    uart_props: Dict[str, str] = field(default_factory=dict)  # more rig-serial properties
     extra_args: List[str] = field(default_factory=list)
 
     @property
@@ -69,7 +71,8 @@ def build_argv(cfg: MachineConfig, firmware_dirs: Sequence[Path] = paths.FIRMWAR
         "-no-reboot",
         "-chardev", f"stdio,id=con0,signal=off,logfile={cfg.console_log},logappend=off",
         "-device", CONSOLE_UART.format(log=cfg.uart_log) +
-        ("" if cfg.baud_model else ",baud-model=off"),
+        ("" if cfg.baud_model else ",baud-model=off") +
+        "".join(f",{k}={v}" for k, v in sorted(cfg.uart_props.items())),
         "-chardev", f"file,id=side0,path={cfg.side_log}",
         "-device", SIDE_UART,
         "-device", ISA_DEBUG_EXIT,

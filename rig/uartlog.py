@@ -15,7 +15,7 @@ RECORD = struct.Struct("<QQHBBI")             # 24 bytes
 NO_CPU = 0xFFFF
 
 REG_NAMES = {0: "THR", 1: "IER", 2: "FCR", 3: "LCR", 4: "MCR", 5: "LSR", 6: "MSR",
-             7: "SCR", 8: "DLL", 9: "DLM", 10: "IIR", 11: "RBR", 16: "MARKER"}
+             7: "SCR", 8: "DLL", 9: "DLM", 10: "IIR", 11: "RBR", 16: "MARKER", 17: "NMI"}
 REG_CODES = {v: k for k, v in REG_NAMES.items()}
 FLAG_READ = 0x01
 FLAG_DLAB = 0x02

@@ -10,7 +10,7 @@
 static const char *const names[] = {
 	[0] = "THR", [1] = "IER", [2] = "FCR", [3] = "LCR", [4] = "MCR", [5] = "LSR",
 	[6] = "MSR", [7] = "SCR", [8] = "DLL", [9] = "DLM", [10] = "IIR", [11] = "RBR",
-	[16] = "MARKER",
+	[16] = "MARKER", [17] = "NMI",
 };
 
 const char *uartlog_reg_name(uint8_t reg)

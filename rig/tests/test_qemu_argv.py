@@ -29,7 +29,8 @@ def test_default_is_tcg_smp2_with_all_channels():
     # ttyS0 is the instrumented console under test, ttyS1 the side channel.
     assert "-serial" not in argv
     devices = value_after(argv, "-device")
-    assert ("rig-serial,chardev=con0,index=0,iobase=0x3f8,irq=4,log=/runs/r1/uart.log"
+    assert ("rig-serial,id=uart0,chardev=con0,index=0,iobase=0x3f8,irq=4,"
+            "log=/runs/r1/uart.log"
             in devices)
     assert "isa-serial,chardev=side0,index=1,iobase=0x2f8,irq=3" in devices
     assert any(d.startswith("isa-debug-exit,iobase=0xf4") for d in devices)

@@ -15,6 +15,13 @@
  * the THR-empty interrupt is held back until the modelled FIFO has drained.
  * Bytes still reach the chardev at once; only what the guest sees is timed.
  *
+ * A one-shot NMI trigger fires after the Nth THR byte ("nmi-after-thr") or
+ * after "nmi-pattern-offset" bytes following a byte pattern ("nmi-pattern"),
+ * and sends an NMI to vCPU "nmi-cpu" (-1: the vCPU that wrote the byte) as an
+ * MSI with NMI delivery mode, the way an IOAPIC line or another CPU would.
+ * Setting either trigger property (also at run time with QMP qom-set) arms
+ * it; every firing is logged.
+ *
  * Records are written with one write(2) each, so that the log survives a
  * guest panic and a SIGKILL of QEMU: the data is in the host's page cache as
  * soon as the access returns.  The format is documented in
@@ -26,6 +33,8 @@
 
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qapi/visitor.h"
+#include "exec/address-spaces.h"
 #include "qemu/bswap.h"
 #include "qemu/module.h"
 #include "qemu/timer.h"
@@ -52,7 +61,12 @@ enum {
     RIG_REG_LSR, RIG_REG_MSR, RIG_REG_SCR, RIG_REG_DLL, RIG_REG_DLM,
     RIG_REG_IIR, RIG_REG_RBR,
     RIG_REG_MARKER = 16,
+    RIG_REG_NMI = 17,
 };
+
+#define RIG_PATTERN_MAX 64
+#define RIG_MSI_BASE 0xfee00000ULL
+#define RIG_MSI_DM_NMI 0x400
 
 #define RIG_FLAG_READ   0x01
 #define RIG_FLAG_DLAB   0x02
@@ -113,6 +127,16 @@ struct RigSerialState {
     int64_t tx_last_done;
     uint8_t guest_ier;          /* IER as the guest wrote it */
     QEMUTimer *thri_timer;
+
+    /* NMI trigger: armed when nmi_after_thr or nmi_pattern is set. */
+    uint64_t nmi_after_thr;
+    char *nmi_pattern;
+    uint32_t nmi_pattern_offset;
+    int32_t nmi_cpu;
+    bool nmi_armed;
+    uint64_t nmi_thr_count;     /* THR bytes since arming */
+    uint32_t nmi_match;         /* pattern bytes matched so far */
+    int64_t nmi_countdown;      /* bytes left after the pattern, -1: not found */
 };
 
 static const char *const reg_names[] = {
@@ -120,7 +144,7 @@ static const char *const reg_names[] = {
     [RIG_REG_LCR] = "LCR", [RIG_REG_MCR] = "MCR", [RIG_REG_LSR] = "LSR",
     [RIG_REG_MSR] = "MSR", [RIG_REG_SCR] = "SCR", [RIG_REG_DLL] = "DLL",
     [RIG_REG_DLM] = "DLM", [RIG_REG_IIR] = "IIR", [RIG_REG_RBR] = "RBR",
-    [RIG_REG_MARKER] = "MARKER",
+    [RIG_REG_MARKER] = "MARKER", [RIG_REG_NMI] = "NMI",
 };
 
 static void rig_log(RigSerialState *r, uint8_t reg, uint8_t flags,
@@ -229,6 +253,68 @@ static void rig_thri_timer_cb(void *opaque)
     sync_core_ier(r, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
 }
 
+static void nmi_arm(RigSerialState *r)
+{
+    r->nmi_thr_count = 0;
+    r->nmi_match = 0;
+    r->nmi_countdown = -1;
+    r->nmi_armed = r->nmi_after_thr ||
+                   (r->nmi_pattern && r->nmi_pattern[0] != '\0');
+}
+
+static void nmi_fire(RigSerialState *r, int writer)
+{
+    int target = r->nmi_cpu >= 0 ? r->nmi_cpu : writer;
+
+    r->nmi_armed = false;
+    trace_rig_serial_nmi(target, r->nmi_thr_count);
+    rig_log(r, RIG_REG_NMI, 0, target < 0 ? RIG_LOG_NO_CPU : target);
+    if (target < 0) {
+        return;
+    }
+    /* On the pc machine the APIC ID of vCPU n is n. */
+    address_space_stl_le(&address_space_memory,
+                         RIG_MSI_BASE | ((uint64_t)target << 12),
+                         RIG_MSI_DM_NMI, MEMTXATTRS_UNSPECIFIED, NULL);
+}
+
+/* Called after each THR byte: does the armed trigger fire now? */
+static void nmi_check(RigSerialState *r, uint8_t byte, int writer)
+{
+    const char *pat = r->nmi_pattern;
+    size_t len = pat ? strlen(pat) : 0;
+
+    if (!r->nmi_armed) {
+        return;
+    }
+    r->nmi_thr_count++;
+    if (r->nmi_after_thr && r->nmi_thr_count == r->nmi_after_thr) {
+        nmi_fire(r, writer);
+        return;
+    }
+    if (!len) {
+        return;
+    }
+    if (r->nmi_countdown >= 0) {
+        if (--r->nmi_countdown == 0) {
+            nmi_fire(r, writer);
+        }
+        return;
+    }
+    /* Naive restart on mismatch: patterns are short console text. */
+    if (byte == (uint8_t)pat[r->nmi_match]) {
+        r->nmi_match++;
+    } else {
+        r->nmi_match = byte == (uint8_t)pat[0];
+    }
+    if (r->nmi_match == len) {
+        r->nmi_countdown = r->nmi_pattern_offset;
+        if (r->nmi_countdown == 0) {
+            nmi_fire(r, writer);
+        }
+    }
+}
+
 static void rig_serial_write(void *opaque, hwaddr addr, uint64_t val,
                              unsigned size)
 {
@@ -246,9 +332,12 @@ static void rig_serial_write(void *opaque, hwaddr addr, uint64_t val,
         return;
     }
     serial_io_ops.write(s, addr, val, size);
-    if (reg == RIG_REG_THR && r->baud_model) {
-        tx_enqueue(r, now);
-        sync_core_ier(r, now);
+    if (reg == RIG_REG_THR) {
+        if (r->baud_model) {
+            tx_enqueue(r, now);
+            sync_core_ier(r, now);
+        }
+        nmi_check(r, val, current_cpu ? current_cpu->cpu_index : -1);
     }
 }
 
@@ -429,6 +518,13 @@ static const VMStateDescription vmstate_rig_serial = {
         VMSTATE_INT64(tx_last_done, RigSerialState),
         VMSTATE_UINT8(guest_ier, RigSerialState),
         VMSTATE_TIMER_PTR(thri_timer, RigSerialState),
+        VMSTATE_UINT64(nmi_after_thr, RigSerialState),
+        VMSTATE_UINT32(nmi_pattern_offset, RigSerialState),
+        VMSTATE_INT32(nmi_cpu, RigSerialState),
+        VMSTATE_BOOL(nmi_armed, RigSerialState),
+        VMSTATE_UINT64(nmi_thr_count, RigSerialState),
+        VMSTATE_UINT32(nmi_match, RigSerialState),
+        VMSTATE_INT64(nmi_countdown, RigSerialState),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -458,10 +554,79 @@ static void rig_serial_class_init(ObjectClass *klass, void *data)
     set_bit(DEVICE_CATEGORY_INPUT, dc->categories);
 }
 
+static void nmi_get_after(Object *obj, Visitor *v, const char *name,
+                          void *opaque, Error **errp)
+{
+    visit_type_uint64(v, name, &RIG_SERIAL(obj)->nmi_after_thr, errp);
+}
+
+static void nmi_set_after(Object *obj, Visitor *v, const char *name,
+                          void *opaque, Error **errp)
+{
+    RigSerialState *r = RIG_SERIAL(obj);
+
+    if (visit_type_uint64(v, name, &r->nmi_after_thr, errp)) {
+        nmi_arm(r);
+    }
+}
+
+static char *nmi_get_pattern(Object *obj, Error **errp)
+{
+    return g_strdup(RIG_SERIAL(obj)->nmi_pattern ?: "");
+}
+
+static void nmi_set_pattern(Object *obj, const char *value, Error **errp)
+{
+    RigSerialState *r = RIG_SERIAL(obj);
+
+    if (strlen(value) > RIG_PATTERN_MAX) {
+        error_setg(errp, "nmi-pattern longer than %d bytes", RIG_PATTERN_MAX);
+        return;
+    }
+    g_free(r->nmi_pattern);
+    r->nmi_pattern = g_strdup(value);
+    nmi_arm(r);
+}
+
+static void nmi_get_u32(Object *obj, Visitor *v, const char *name,
+                        void *opaque, Error **errp)
+{
+    visit_type_uint32(v, name, opaque, errp);
+}
+
+static void nmi_set_u32(Object *obj, Visitor *v, const char *name,
+                        void *opaque, Error **errp)
+{
+    visit_type_uint32(v, name, opaque, errp);
+}
+
+static void nmi_get_i32(Object *obj, Visitor *v, const char *name,
+                        void *opaque, Error **errp)
+{
+    visit_type_int32(v, name, opaque, errp);
+}
+
+static void nmi_set_i32(Object *obj, Visitor *v, const char *name,
+                        void *opaque, Error **errp)
+{
+    visit_type_int32(v, name, opaque, errp);
+}
+
 static void rig_serial_instance_init(Object *o)
 {
     RigSerialState *r = RIG_SERIAL(o);
 
+    /* Not qdev properties: these stay settable after realize (qom-set). */
+    r->nmi_cpu = -1;
+    r->nmi_countdown = -1;
+    object_property_add(o, "nmi-after-thr", "uint64", nmi_get_after,
+                        nmi_set_after, NULL, NULL);
+    object_property_add_str(o, "nmi-pattern", nmi_get_pattern,
+                            nmi_set_pattern);
+    object_property_add(o, "nmi-pattern-offset", "uint32", nmi_get_u32,
+                        nmi_set_u32, NULL, &r->nmi_pattern_offset);
+    object_property_add(o, "nmi-cpu", "int32", nmi_get_i32, nmi_set_i32,
+                        NULL, &r->nmi_cpu);
     r->log_fd = -1;
     object_initialize_child(o, "serial", &r->state, TYPE_SERIAL);
     qdev_alias_all_properties(DEVICE(&r->state), o);
