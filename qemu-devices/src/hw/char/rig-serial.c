@@ -588,18 +588,6 @@ static void nmi_set_pattern(Object *obj, const char *value, Error **errp)
     nmi_arm(r);
 }
 
-static void nmi_get_u32(Object *obj, Visitor *v, const char *name,
-                        void *opaque, Error **errp)
-{
-    visit_type_uint32(v, name, opaque, errp);
-}
-
-static void nmi_set_u32(Object *obj, Visitor *v, const char *name,
-                        void *opaque, Error **errp)
-{
-    visit_type_uint32(v, name, opaque, errp);
-}
-
 static void nmi_get_i32(Object *obj, Visitor *v, const char *name,
                         void *opaque, Error **errp)
 {
@@ -623,8 +611,9 @@ static void rig_serial_instance_init(Object *o)
                         nmi_set_after, NULL, NULL);
     object_property_add_str(o, "nmi-pattern", nmi_get_pattern,
                             nmi_set_pattern);
-    object_property_add(o, "nmi-pattern-offset", "uint32", nmi_get_u32,
-                        nmi_set_u32, NULL, &r->nmi_pattern_offset);
+    object_property_add_uint32_ptr(o, "nmi-pattern-offset",
+                                   &r->nmi_pattern_offset,
+                                   OBJ_PROP_FLAG_READWRITE);
     object_property_add(o, "nmi-cpu", "int32", nmi_get_i32, nmi_set_i32,
                         NULL, &r->nmi_cpu);
     r->log_fd = -1;
