@@ -7,7 +7,7 @@ Bytes outside frames (for example a getty banner) are kept as noise.
 """
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 BEGIN = re.compile(rb"@@rig begin (\S+) (\d+)\n")
 STATUS = re.compile(rb"@@rig status (-?\d+)\n")

@@ -97,7 +97,7 @@ def _build(version: str, dsc_sha: str, out: Path) -> dict:
     log = out / "build.log"
     pristine = unpacked_source(version, dsc_sha)
     tree = out / "src"
-    print(f"[qemu] copying source and applying qemu-devices/", flush=True)
+    print("[qemu] copying source and applying qemu-devices/", flush=True)
     shutil.copytree(pristine, tree, symlinks=True)
     overlaid = []
     if DEVICE_SRC.is_dir():

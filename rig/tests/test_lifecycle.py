@@ -7,40 +7,16 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from rig import paths
-from rig.boot import BootRequest, boot, new_run_dir
+from rig.boot import BootRequest, boot
+from rig.tests.helpers import boot_and_signal_qemu, console_has, process_gone, wait_for
 
 pytestmark = pytest.mark.boots
 FLAVOR = "vanilla"
-
-
-def wait_for(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
-def console_has(run_dir: Path, text: bytes) -> bool:
-    log = run_dir / "console.log"
-    return log.exists() and text in log.read_bytes()
-
-
-def process_gone(pid: int) -> bool:
-    """True when pid is not running (gone, or a zombie nobody reaped yet)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
 
 
 def test_hang_is_reported_with_its_phase_and_last_console_lines():
@@ -72,17 +48,7 @@ def test_failed_step_is_a_guest_error():
 
 
 def test_qemu_dying_by_a_signal_is_a_qemu_crash():
-    run_dir = new_run_dir("lifecycle-crash", FLAVOR)
-
-    def crash_qemu():
-        wait_for(lambda: console_has(run_dir, b"step hang"), 60, "the hang step")
-        os.kill(int((run_dir / "qemu.pid").read_text()), signal.SIGSEGV)
-
-    t = threading.Thread(target=crash_qemu, daemon=True)
-    t.start()
-    res = boot(BootRequest(flavor=FLAVOR, cmdline="rig.hang=1", init_timeout_s=60,
-                           run_dir=run_dir))
-    t.join(5)
+    res = boot_and_signal_qemu("lifecycle-crash", FLAVOR, signal.SIGSEGV)
     assert res.outcome.cls == "qemu-crash", res.outcome.detail
     assert res.outcome.signal == "SIGSEGV"
 

@@ -1,11 +1,13 @@
 """The instrumented UART (qemu-devices/rig-serial) on real boots."""
 import json
+import signal
 import subprocess
 
 import pytest
 
 from rig import paths, uartlog
 from rig.boot import BootRequest, boot
+from rig.tests.helpers import boot_and_signal_qemu
 
 pytestmark = pytest.mark.boots
 
@@ -31,7 +33,7 @@ def test_thr_bytes_are_the_transcript_byte_for_byte(clean_boot):
 def console_writes(log):
     """(IER before, IER written after) around each run of THR writes, with the
     IER value the run was written under."""
-    ier = 0
+    ier = run_ier = 0
     before = None
     segments = []
     in_run = False
@@ -135,28 +137,31 @@ def test_baud_model_off_transmits_at_once():
 NMI_AT_LINE = {"nmi-pattern": "rig-line:", "nmi-pattern-offset": "100"}
 
 
-def nmi_position(log):
-    """(index of the NMI record, THR bytes before it, the NMI record)."""
-    idx = next(i for i, r in enumerate(log.records) if r.reg == "NMI")
+def line_before(log, idx):
+    """THR bytes from the last "rig-line:" up to record idx."""
     before = bytes(r.value for r in log.records[:idx] if r.reg == "THR" and not r.is_read)
-    return idx, before, log.records[idx]
+    return before[before.rindex(b"rig-line:"):]
 
 
-def assert_fired_at_byte_100(log):
-    idx, before, nmi = nmi_position(log)
-    line = before[before.rindex(b"rig-line:"):]
+def assert_fired_at_byte_100(log, idx):
+    line = line_before(log, idx)
     assert len(line) == len(b"rig-line:") + 100, f"NMI after {line!r}"
-    writer = log.records[idx - 1]
+    nmi, writer = log.records[idx], log.records[idx - 1]
     assert writer.reg == "THR" and nmi.value == writer.cpu, \
         f"NMI went to cpu {nmi.value}, the byte was written by cpu {writer.cpu}"
     return nmi
+
+
+def nmi_indexes(log):
+    return [i for i, r in enumerate(log.records) if r.reg == "NMI"]
 
 
 def test_nmi_trigger_fires_after_byte_n_of_a_marked_line():
     res = boot(BootRequest(flavor="vanilla", cmdline="rig.steps=line,sleep rig.sleep_ms=200",
                            uart_props=NMI_AT_LINE, name="uart-nmi"))
     assert res.outcome.cls == "clean", res.outcome.detail
-    nmi = assert_fired_at_byte_100(uartlog.read(res.run_dir / "uart.log"))
+    log = uartlog.read(res.run_dir / "uart.log")
+    nmi = assert_fired_at_byte_100(log, nmi_indexes(log)[0])
     # The guest took it: vanilla reports an NMI nobody claimed, on that CPU.
     assert f"NMI received for unknown reason 21 on CPU {nmi.value}.".encode() in res.console
 
@@ -168,7 +173,8 @@ def test_nmi_trigger_lands_identically_on_10_deterministic_runs():
                                uart_props=NMI_AT_LINE, deterministic=True, baud_model=False,
                                name=f"uart-nmi-det{n}"))
         assert res.outcome.cls == "clean", res.outcome.detail
-        nmi = assert_fired_at_byte_100(uartlog.read(res.run_dir / "uart.log"))
+        log = uartlog.read(res.run_dir / "uart.log")
+        nmi = assert_fired_at_byte_100(log, nmi_indexes(log)[0])
         seen.append((nmi.seq, nmi.vtime_ns, nmi.value))
     assert len(set(seen)) == 1, f"NMI landed differently across runs: {seen}"
 
@@ -197,11 +203,10 @@ def test_nmi_trigger_is_rearmed_over_qmp(tmp_path):
         res = m.run()
     assert res.outcome.cls == "clean", res.outcome.detail
     log = uartlog.read(tmp_path / "uart.log")
-    nmis = [i for i, r in enumerate(log.records) if r.reg == "NMI"]
+    nmis = nmi_indexes(log)
     assert len(nmis) == 2, f"{len(nmis)} NMIs fired, expected one per line"
     for idx in nmis:
-        before = bytes(r.value for r in log.records[:idx] if r.reg == "THR")
-        assert len(before[before.rindex(b"rig-line:"):]) == len(b"rig-line:") + 100
+        assert_fired_at_byte_100(log, idx)
 
 
 def test_log_survives_a_guest_panic():
@@ -212,28 +217,7 @@ def test_log_survives_a_guest_panic():
 
 
 def test_log_survives_sigkill_of_qemu():
-    import os
-    import signal
-    import threading
-    import time
-    from rig.boot import new_run_dir
-
-    run_dir = new_run_dir("uart-sigkill", "vanilla")
-
-    def kill_qemu():
-        deadline = time.monotonic() + 60
-        log = run_dir / "console.log"
-        while time.monotonic() < deadline:
-            if log.exists() and b"step hang" in log.read_bytes():
-                os.kill(int((run_dir / "qemu.pid").read_text()), signal.SIGKILL)
-                return
-            time.sleep(0.05)
-
-    t = threading.Thread(target=kill_qemu, daemon=True)
-    t.start()
-    res = boot(BootRequest(flavor="vanilla", cmdline="rig.hang=1", init_timeout_s=60,
-                           run_dir=run_dir))
-    t.join(5)
+    res = boot_and_signal_qemu("uart-sigkill", "vanilla", signal.SIGKILL)
     assert res.outcome.cls == "qemu-crash" and res.outcome.signal == "SIGKILL"
-    thr = uartlog.read(run_dir / "uart.log").thr_bytes()
+    thr = uartlog.read(res.run_dir / "uart.log").thr_bytes()
     assert b"step hang" in thr and thr == res.console

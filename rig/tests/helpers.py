@@ -1,0 +1,46 @@
+"""Helpers shared by the tests that boot real kernels."""
+import os
+import threading
+import time
+from pathlib import Path
+
+from rig.boot import BootRequest, BootResult, boot, new_run_dir
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def console_has(run_dir: Path, text: bytes) -> bool:
+    log = run_dir / "console.log"
+    return log.exists() and text in log.read_bytes()
+
+
+def process_gone(pid: int) -> bool:
+    """True when pid is not running (gone, or a zombie nobody reaped yet)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def boot_and_signal_qemu(name: str, flavor: str, sig: int) -> BootResult:
+    """Boot into rig-init's hang step, then send QEMU sig from outside the harness."""
+    run_dir = new_run_dir(name, flavor)
+
+    def signal_qemu():
+        wait_for(lambda: console_has(run_dir, b"step hang"), 60, "the hang step")
+        os.kill(int((run_dir / "qemu.pid").read_text()), sig)
+
+    t = threading.Thread(target=signal_qemu, daemon=True)
+    t.start()
+    res = boot(BootRequest(flavor=flavor, cmdline="rig.hang=1", init_timeout_s=60,
+                           run_dir=run_dir))
+    t.join(5)
+    return res
