@@ -14,7 +14,7 @@ PACKAGES := \
 	busybox-static \
 	python3 python3-pytest python3-pexpect python3-pytest-xdist
 
-.PHONY: help deps kernel qemu initramfs build demo test unit tools-check clean clean-cache
+.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check clean clean-cache
 
 help:
 	@echo "make demo        boot the patched kernel, print the transcript and a verdict"
@@ -22,6 +22,7 @@ help:
 	@echo "make unit        unit tests only (no QEMU boot)"
 	@echo "make deps        install missing Debian packages (apt-get, via sudo if not root)"
 	@echo "make kernel | qemu | initramfs | build   build what is not in the cache"
+	@echo "make series-check  apply, checkpatch --strict and build kernel-patches/ patch by patch"
 	@echo "make clean       remove run directories;  make clean-cache  remove the build cache"
 
 deps:
@@ -35,6 +36,9 @@ qemu: deps
 
 initramfs: deps
 	@$(RIG) build initramfs
+
+series-check: deps
+	@$(RIG) build series-check
 
 build: deps
 	@$(RIG) build kernel qemu initramfs

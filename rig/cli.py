@@ -17,10 +17,32 @@ def cmd_build(args) -> int:
                 artifacts.kernel(flavor, build=True, force=args.force)
         elif what == "qemu":
             artifacts.qemu(build=True, force=args.force)
+        elif what == "module":
+            from rig.build.module import build_module
+            for flavor in args.flavor:
+                build_module(flavor, force=args.force)
         elif what == "initramfs":
             for flavor in args.flavor:
                 artifacts.initramfs(flavor, build=True, force=args.force)
+        elif what == "series-check":
+            if not report_series_check(args.force):
+                return 1
     return 0
+
+
+def report_series_check(force: bool) -> bool:
+    """Print the per-patch verdicts of kernel-patches/series; True if all hold."""
+    from rig.build.series_check import build_series_check
+    m = build_series_check(force=force)
+    for r in m["outputs"]["results"]:
+        cp = "clean" if r.get("checkpatch_status") == 0 and not r["checkpatch"] else "NOT clean"
+        print(f"  {r['patch']}: applies={'yes' if r['applies'] else 'NO'} "
+              f"(offsets: {len(r['offsets'])}), checkpatch --strict {cp}, "
+              f"builds={'yes' if r['builds'] else 'NO'}"
+              + (f" ({r['build_seconds']} s)" if "build_seconds" in r else ""))
+    print(f"[series-check] {'all patches hold' if m['outputs']['ok'] else 'FAILED'} "
+          f"({m['dir']}/{m['outputs']['log']})")
+    return m["outputs"]["ok"]
 
 
 def cmd_boot(args) -> int:
@@ -75,7 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("build", help="build (or reuse from the cache) kernels, QEMU, initramfs",
                        description="Build what is missing from the cache; say why or reuse it.")
-    b.add_argument("what", nargs="+", choices=["kernel", "qemu", "initramfs", "all"])
+    b.add_argument("what", nargs="+",
+                   choices=["kernel", "qemu", "module", "initramfs", "series-check", "all"],
+                   help="all = kernel qemu initramfs (the initramfs builds the module); "
+                        "series-check applies, checkpatches and builds the series patch by patch")
     b.add_argument("--flavor", action="append", choices=paths.FLAVORS,
                    help="kernel flavor (repeatable; default: both)")
     b.add_argument("--force", action="store_true", help="rebuild even on a cache hit")

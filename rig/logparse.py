@@ -12,6 +12,11 @@ CONSOLE_RE = re.compile(
     r" ?(?:(?P<cpu>\d{3}): )?"
     r"(?P<text>.*)$")
 DROPPED_RE = re.compile(r"^\*\* (\d+) printk messages dropped \*\*$")
+# nbcon: a context that took a console over prints the interrupted record again.
+REPLAY_LINE = "** replaying previous printk message **"
+# How far back from a replay line the interrupted fragment may be: the lines in
+# between are the emergency lines that interrupted it.
+REPLAY_LOOKBACK = 64
 
 
 @dataclass
@@ -24,6 +29,7 @@ class ConsoleLine:
     prio: Optional[int] = None
     text: str = ""
     dropped: Optional[int] = None   # N of a "** N printk messages dropped **" line
+    replay: bool = False            # the nbcon "** replaying previous printk message **" line
 
 
 @dataclass
@@ -31,6 +37,9 @@ class Transcript:
     firmware: List[str] = field(default_factory=list)   # lines before the kernel's first
     lines: List[ConsoleLine] = field(default_factory=list)
     unparsed: List[ConsoleLine] = field(default_factory=list)
+    # Lines cut short by a takeover and printed again whole after a replay line:
+    # (fragment, the complete line that followed the replay line).
+    interrupted: List[Tuple[ConsoleLine, ConsoleLine]] = field(default_factory=list)
 
 
 def split_lines(data: bytes) -> List[str]:
@@ -43,6 +52,8 @@ def split_lines(data: bytes) -> List[str]:
 
 
 def parse_console_line(lineno: int, raw: str) -> Optional[ConsoleLine]:
+    if raw == REPLAY_LINE:
+        return ConsoleLine(lineno, raw, replay=True, text=raw)
     m = DROPPED_RE.match(raw)
     if m:
         return ConsoleLine(lineno, raw, dropped=int(m.group(1)), text=raw)
@@ -62,6 +73,7 @@ def parse_transcript(data: bytes) -> Transcript:
     """Everything from the first timestamped line on is kernel output."""
     out = Transcript()
     in_kernel = False
+    entries: List[Tuple[ConsoleLine, bool]] = []    # (line, parsed) in console order
     for lineno, raw in enumerate(split_lines(data), 1):
         line = parse_console_line(lineno, raw)
         if not in_kernel:
@@ -71,10 +83,35 @@ def parse_transcript(data: bytes) -> Transcript:
             in_kernel = True
         if line is None:
             if raw.strip():
-                out.unparsed.append(ConsoleLine(lineno, raw, text=raw))
+                entries.append((ConsoleLine(lineno, raw, text=raw), False))
             continue
-        out.lines.append(line)
+        entries.append((line, True))
+    fragments = _interrupted_fragments(entries, out)
+    for line, parsed in entries:
+        if line.lineno in fragments:
+            continue
+        (out.lines if parsed else out.unparsed).append(line)
     return out
+
+
+def _interrupted_fragments(entries, out: Transcript) -> set:
+    """Find the line each replay line re-prints: the closest earlier line that
+    is a prefix of (or equal to) the line after the replay line. Returns the
+    line numbers of those fragments and records the pairs in out.interrupted."""
+    found = set()
+    for i, (line, _) in enumerate(entries):
+        if not line.replay or i + 1 >= len(entries):
+            continue
+        whole = entries[i + 1][0]
+        for j in range(i - 1, max(-1, i - 1 - REPLAY_LOOKBACK), -1):
+            cand = entries[j][0]
+            if cand.lineno in found or cand.replay:
+                continue
+            if whole.raw.startswith(cand.raw):
+                found.add(cand.lineno)
+                out.interrupted.append((cand, whole))
+                break
+    return found
 
 
 @dataclass

@@ -1,21 +1,23 @@
-"""Guest initramfs: the rig's static init (rig/guest/init.c) and busybox.
+"""Guest initramfs: the rig's static init (rig/guest/init.c), busybox and the
+flavor's build of the test module (lib/modules/rigprintk.ko).
 
-One archive per kernel flavor, so that flavor-specific guest pieces (the test
-module) can join it without rebuilding the other.
+One archive per kernel flavor, since each carries the module built against
+its own kernel.
 """
 import subprocess
 from pathlib import Path
 
 from rig import cpio, paths
 from rig.build.cache import Step, dpkg_version, ensure, sha256_bytes, sha256_file, toolchain_id
+from rig.build.module import MODULE_NAME, build_module, module_step
 from rig.build.runner import BuildError, run_logged
 
 INIT_SRC = paths.GUEST_SRC / "init.c"
 BUSYBOX = Path("/bin/busybox")
 BUSYBOX_APPLETS = ["sh", "cat", "ls", "dmesg", "echo", "mount", "sleep", "poweroff"]
 CFLAGS = ["-static", "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11"]
-LAYOUT = "dirs bin dev proc sys tmp; /dev/console c 5 1; /init; /bin/busybox + applets " + \
-    ",".join(BUSYBOX_APPLETS)
+LAYOUT = "dirs bin dev proc sys tmp lib lib/modules; /dev/console c 5 1; /init; " + \
+    "/lib/modules/" + MODULE_NAME + "; /bin/busybox + applets " + ",".join(BUSYBOX_APPLETS)
 
 
 def initramfs_inputs(flavor: str) -> dict:
@@ -27,6 +29,7 @@ def initramfs_inputs(flavor: str) -> dict:
         "libc": f"libc6-dev {dpkg_version('libc6-dev')}",
         "toolchain": toolchain_id(),
         "recipe": sha256_bytes((" ".join(CFLAGS) + LAYOUT).encode())[:16],
+        "test module": module_step(flavor).key,
         "flavor": flavor,
     }
 
@@ -35,24 +38,28 @@ def initramfs_step(flavor: str) -> Step:
     return Step(f"initramfs-{flavor}", initramfs_inputs(flavor))
 
 
-def _build(out: Path) -> dict:
+def _build(flavor: str, out: Path) -> dict:
+    module = build_module(flavor)
+    module_ko = Path(module["dir"]) / module["outputs"]["module"]
     init_bin = out / "init"
     run_logged("initramfs", ["gcc"] + CFLAGS + ["-o", str(init_bin), str(INIT_SRC)],
                out / "build.log")
     subprocess.run(["strip", str(init_bin)], check=True)
-    entries = [cpio.directory(d) for d in ("bin", "dev", "proc", "sys", "tmp")]
+    entries = [cpio.directory(d) for d in ("bin", "dev", "proc", "sys", "tmp",
+                                            "lib", "lib/modules")]
     entries.append(cpio.chardev("dev/console", 5, 1))
     entries.append(cpio.regular("init", init_bin.read_bytes()))
+    entries.append(cpio.regular(f"lib/modules/{MODULE_NAME}", module_ko.read_bytes()))
     entries.append(cpio.regular("bin/busybox", BUSYBOX.read_bytes()))
     entries += [cpio.symlink(f"bin/{a}", "busybox") for a in BUSYBOX_APPLETS]
     archive = out / "initramfs.cpio"
     archive.write_bytes(cpio.pack(entries))
     return {"initramfs": "initramfs.cpio", "sha256": sha256_file(archive),
-            "bytes": archive.stat().st_size}
+            "bytes": archive.stat().st_size, "module_sha256": sha256_file(module_ko)}
 
 
 def build_initramfs(flavor: str, force: bool = False) -> dict:
     step = initramfs_step(flavor)
-    manifest = ensure(step, _build, force=force)
+    manifest = ensure(step, lambda out: _build(flavor, out), force=force)
     manifest["dir"] = str(step.dir)
     return manifest

@@ -139,16 +139,9 @@ def config_mismatches(fragment: str, config: str) -> List[str]:
     return bad
 
 
-def _build(flavor: str, src: KernelSource, out: Path, expected_cmds: Optional[int]) -> dict:
-    log = out / "build.log"
-    label = f"kernel-{flavor}"
-    tree, bld = out / "src", out / "build"
-    print(f"[{label}] unpacking {src.version}", flush=True)
-    src.copy_to(tree, log)
-    applied = apply_series(tree, SERIES, log) if flavor == "patched" else []
-    if flavor == "patched":
-        print(f"[{label}] applied {len(applied)} patch(es) from kernel-patches/series",
-              flush=True)
+def configure(label: str, tree: Path, bld: Path, log: Path, flavor: str) -> List[str]:
+    """tinyconfig + rig.config into bld; every fragment option must survive.
+    Returns the make command line for the configured tree."""
     make = ["make", "-C", str(tree), f"O={bld}"]
     run_logged(label, make + ["tinyconfig"], log, env=BUILD_ENV)
     run_logged(label, [str(tree / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(bld),
@@ -160,9 +153,27 @@ def _build(flavor: str, src: KernelSource, out: Path, expected_cmds: Optional[in
     if bad:
         raise BuildError(f"[{label}] kernel-patches/rig.config options did not survive "
                          "olddefconfig (unmet Kconfig dependencies?):\n  " + "\n  ".join(bad))
+    return make
+
+
+def compile_tree(label: str, make: List[str], log: Path, expected_cmds: Optional[int]) -> None:
     print(f"[{label}] compiling with -j{os.cpu_count()} (log: {log})", flush=True)
     run_logged(label, make + [f"-j{os.cpu_count()}", "all"], log, env=BUILD_ENV,
                progress=kbuild_progress(expected_cmds))
+
+
+def _build(flavor: str, src: KernelSource, out: Path, expected_cmds: Optional[int]) -> dict:
+    log = out / "build.log"
+    label = f"kernel-{flavor}"
+    tree, bld = out / "src", out / "build"
+    print(f"[{label}] unpacking {src.version}", flush=True)
+    src.copy_to(tree, log)
+    applied = apply_series(tree, SERIES, log) if flavor == "patched" else []
+    if flavor == "patched":
+        print(f"[{label}] applied {len(applied)} patch(es) from kernel-patches/series",
+              flush=True)
+    make = configure(label, tree, bld, log, flavor)
+    compile_tree(label, make, log, expected_cmds)
     release = subprocess.run(make + ["-s", "kernelrelease"], capture_output=True,
                              text=True, check=True).stdout.strip()
     cmds = kbuild_progress(None)(log).split()[0]

@@ -20,11 +20,23 @@
  *                     shell  run busybox sh on the console until it exits
  *                     sleep  sleep rig.sleep_ms milliseconds
  *                     line   print one console line of exactly rig.line_len bytes
- *                            (prefix and CRLF included, default 1000), bracketed
+ *                            (prefix of rig.line_prefix bytes, default 15, and
+ *                            CRLF included, default 1000), bracketed
  *                            by markers 1 and 2 on the UART's marker port
+ *                     run    run the test module's configured actions
+ *                     conlog send what the module's late console received
+ *                     printk set /proc/sys/kernel/printk from rig.printk
+ *                            (fields separated by ':') and printk_delay from
+ *                            rig.printk_delay (ms), then send the printk content
  *   rig.hang=1        shorthand for a trailing "hang" step
  *   rig.panic=1       shorthand for a trailing "panic" step
  *   rig.side=PATH     side channel device (default /dev/ttyS1)
+ *   rigprintk.NAME=V  parameters of the test module, which init loads from
+ *                     /lib/modules/rigprintk.ko at start when it is there
+ *
+ * Before the run ends, init asks the module to wait until every console has
+ * printed everything: on the patched kernel the consoles print from threads,
+ * and the run must not end with the transcript cut short.
  *
  * Side channel framing (all ASCII headers, binary-safe bodies):
  *   @@rig begin NAME LEN\n <LEN bytes> \n@@rig end NAME\n
@@ -41,6 +53,7 @@
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -52,6 +65,8 @@
 #define RIG_EXIT_FAIL 0x11
 
 #define CMDLINE_MAX 4096
+#define MODULE_PATH "/lib/modules/rigprintk.ko"
+#define MODULE_PARAMS "/sys/module/rigprintk/parameters/"
 #define KMSG_RECORD_MAX 8192
 
 static int kmsg_fd = -1;
@@ -275,7 +290,10 @@ static int step_sleep(void)
 }
 
 #define MARKER_PORT 0x4f0
-/* Console prefix "[    1.234567] " and the 8250 console's "\r\n". */
+/*
+ * Console prefix "[    1.234567] " (rig.line_prefix=20 for the patched
+ * kernel's "[    1.234567] 001: ") and the 8250 console's "\r\n".
+ */
 #define CONSOLE_PREFIX_LEN 15
 #define CONSOLE_EOL_LEN 2
 
@@ -289,7 +307,8 @@ static int step_line(void)
 {
 	char v[32], buf[1100];
 	long len = param("line_len", v, sizeof(v)) ? atol(v) : 1000;
-	long text = len - CONSOLE_PREFIX_LEN - CONSOLE_EOL_LEN;
+	long prefix = param("line_prefix", v, sizeof(v)) ? atol(v) : CONSOLE_PREFIX_LEN;
+	long text = len - prefix - CONSOLE_EOL_LEN;
 	int n;
 
 	if (text < 12 || text + 16 > (long)sizeof(buf)) {
@@ -309,6 +328,117 @@ static int step_line(void)
 	return 0;
 }
 
+/* Write a value to a file; 0 on success. */
+static int write_file(const char *path, const char *value)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n = fd >= 0 ? write(fd, value, strlen(value)) : -1;
+	int err = errno;
+
+	if (fd >= 0)
+		close(fd);
+	errno = err;
+	return n == (ssize_t)strlen(value) ? 0 : -1;
+}
+
+/* Read a whole (small) file into buf; its length, or -1. */
+static ssize_t read_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	size_t used = 0;
+	ssize_t n = 0;
+
+	if (fd < 0)
+		return -1;
+	while (used < size && (n = read(fd, buf + used, size - used)) > 0)
+		used += n;
+	close(fd);
+	return n < 0 ? -1 : (ssize_t)used;
+}
+
+/* Load the test module with the rigprintk.* parameters of the command line. */
+static void load_module(void)
+{
+	char params[CMDLINE_MAX] = "";
+	const char *p = cmdline;
+	int fd = open(MODULE_PATH, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	while ((p = strstr(p, "rigprintk.")) != NULL) {
+		size_t n = strcspn(p, " \n");
+
+		if (p == cmdline || p[-1] == ' ') {
+			strncat(params, p + strlen("rigprintk."), n - strlen("rigprintk."));
+			strncat(params, " ", sizeof(params) - strlen(params) - 1);
+		}
+		p += n;
+	}
+	if (syscall(SYS_finit_module, fd, params, 0) != 0)
+		say("module: finit_module(%s, \"%s\"): %s", MODULE_PATH, params,
+		    strerror(errno));
+	else
+		say("module: rigprintk loaded (%s)", params);
+	close(fd);
+}
+
+static int step_run(void)
+{
+	if (write_file(MODULE_PARAMS "run", "1") != 0) {
+		say("step run: %s: %s", MODULE_PARAMS "run", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int step_conlog(void)
+{
+	static char log[512 * 1024];
+	ssize_t n = read_file("/sys/kernel/debug/rigprintk/console", log, sizeof(log));
+
+	if (n < 0) {
+		say("step conlog: %s", strerror(errno));
+		return -1;
+	}
+	side_section("conlog", log, n);
+	return 0;
+}
+
+static int step_printk(void)
+{
+	char v[64], now[128];
+	ssize_t n;
+	char *c;
+
+	if (param("printk", v, sizeof(v))) {
+		for (c = v; *c; c++)
+			if (*c == ':')
+				*c = ' ';
+		if (write_file("/proc/sys/kernel/printk", v) != 0) {
+			say("step printk: write \"%s\": %s", v, strerror(errno));
+			return -1;
+		}
+	}
+	if (param("printk_delay", v, sizeof(v)) &&
+	    write_file("/proc/sys/kernel/printk_delay", v) != 0) {
+		say("step printk: printk_delay \"%s\": %s", v, strerror(errno));
+		return -1;
+	}
+	n = read_file("/proc/sys/kernel/printk", now, sizeof(now));
+	if (n < 0)
+		return -1;
+	side_section("printk-sysctl", now, n);
+	return 0;
+}
+
+/* Wait until every console printed everything (needs the test module). */
+static void flush_consoles(void)
+{
+	if (access(MODULE_PARAMS "flush", W_OK) == 0 &&
+	    write_file(MODULE_PARAMS "flush", "1") != 0)
+		fprintf(stderr, "rig-init: console flush: %s\n", strerror(errno));
+}
+
 static int run_step(const char *name)
 {
 	say("step %s begin", name);
@@ -324,6 +454,12 @@ static int run_step(const char *name)
 		return step_sleep();
 	if (!strcmp(name, "line"))
 		return step_line();
+	if (!strcmp(name, "run"))
+		return step_run();
+	if (!strcmp(name, "conlog"))
+		return step_conlog();
+	if (!strcmp(name, "printk"))
+		return step_printk();
 	say("unknown step '%s'", name);
 	return -1;
 }
@@ -331,6 +467,7 @@ static int run_step(const char *name)
 static void finish(int code)
 {
 	say("end status=%d", code);
+	flush_consoles();
 	side_printf("@@rig status %d\n", code);
 	if (side_fd >= 0)
 		tcdrain(side_fd);
@@ -355,6 +492,7 @@ int main(void)
 	read_cmdline();
 	say("start");
 	open_side_channel();
+	load_module();
 
 	if (!param("steps", steps, sizeof(steps)))
 		strcpy(steps, "kmsg");

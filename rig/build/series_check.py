@@ -1,0 +1,87 @@
+"""Checks of the patch series itself, patch by patch, on a tree of its own:
+it applies with no fuzz, `scripts/checkpatch.pl --strict` reports nothing,
+and the kernel builds with it and the patches before it (one logical change
+per patch, each building on its own).
+
+The result is cached like a build, keyed by the same inputs as the patched
+kernel, so it runs again exactly when the series, the source or the config
+changes. Failures are recorded, not raised: the suite's test reads them and
+names the patch and the problem.
+"""
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from rig.build.cache import Step, ensure, sha256_bytes
+from rig.build.kernel import (SERIES, compile_tree, configure, kernel_inputs, kernel_source)
+from rig.build.patching import apply_patch, read_series
+from rig.build.runner import BuildError, run_logged, tail
+
+LABEL = "series-check"
+RECIPE = "patch --fuzz=0; checkpatch.pl --strict --quiet; olddefconfig + make all after each"
+
+
+def series_check_step() -> Step:
+    inputs = dict(kernel_inputs("patched", kernel_source()))
+    inputs["recipe"] = sha256_bytes(RECIPE.encode())[:16]
+    return Step(LABEL, inputs)
+
+
+def _check_one(tree: Path, patch: Path, log: Path) -> dict:
+    result = {"patch": patch.name, "applies": False, "offsets": [], "checkpatch": None,
+              "builds": False}
+    try:
+        report = apply_patch(tree, patch, SERIES, log)
+    except BuildError as e:
+        result["apply_error"] = str(e)
+        return result
+    result["applies"] = True
+    result["offsets"] = re.findall(r"Hunk #\d+ succeeded at \d+ \(offset -?\d+ lines?\)", report)
+    cp = subprocess.run(["perl", "scripts/checkpatch.pl", "--strict", "--quiet", str(patch)],
+                        cwd=tree, capture_output=True, text=True)
+    result["checkpatch"] = (cp.stdout + cp.stderr).strip()
+    result["checkpatch_status"] = cp.returncode
+    return result
+
+
+def _build(out: Path) -> dict:
+    src = kernel_source()
+    tree, bld, log = out / "src", out / "build", out / "check.log"
+    print(f"[{LABEL}] unpacking {src.version}", flush=True)
+    src.copy_to(tree, log)
+    results, make = [], None
+    patches = read_series(SERIES)
+    for i, patch in enumerate(patches, 1):
+        print(f"[{LABEL}] patch {i}/{len(patches)}: {patch.name}", flush=True)
+        result = _check_one(tree, patch, log)
+        results.append(result)
+        if not result["applies"]:
+            break            # later patches cannot be judged on a wrong tree
+        start = time.monotonic()
+        try:
+            if make is None:
+                make = configure(LABEL, tree, bld, log, "patched")
+            else:
+                run_logged(LABEL, make + ["olddefconfig"], log)
+            compile_tree(LABEL, make, log, None)
+            result["builds"] = True
+        except BuildError as e:
+            result["build_error"] = str(e)
+            result["build_log_tail"] = tail(log)
+        result["build_seconds"] = round(time.monotonic() - start, 1)
+    # The trees are large and only the verdicts matter.
+    shutil.rmtree(tree, ignore_errors=True)
+    shutil.rmtree(bld, ignore_errors=True)
+    ok = len(results) == len(patches) and all(
+        r["applies"] and r["builds"] and r.get("checkpatch_status") == 0 and not r["checkpatch"]
+        for r in results)
+    return {"results": results, "ok": ok, "log": "check.log"}
+
+
+def build_series_check(force: bool = False) -> dict:
+    step = series_check_step()
+    manifest = ensure(step, _build, force=force)
+    manifest["dir"] = str(step.dir)
+    return manifest

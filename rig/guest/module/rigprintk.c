@@ -1,0 +1,641 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rigprintk: the printk-rig's in-guest test module.
+ *
+ * It drives printk from inside the guest the way the scenarios need it:
+ * per-CPU floods of tagged records, NMIs that print (or panic), a CPU that
+ * spins with interrupts off, panics and oopses in task, irq and NMI
+ * context, a late-registered console that receives the history, markers on
+ * the instrumented UART around chosen printk() calls, and the duration of
+ * every printk() call it makes. It builds and runs on vanilla 6.12 and on
+ * the patched kernel alike.
+ *
+ * Configuration comes from module parameters, given on the kernel command
+ * line as rigprintk.NAME=VALUE (rig-init passes them to finit_module()).
+ * Actions start when "1" is written to /sys/module/rigprintk/parameters/run;
+ * the write returns when they are done. Writing "1" to .../flush waits until
+ * every console has printed everything (rig-init does it before the run
+ * ends, since on the patched kernel the consoles print from threads).
+ *
+ * Every message it prints carries a tag the rig parses:
+ *   rigprintk: scen=S cpu=C ctx=X seq=N lvl=L[ t=NS][ pad=xxx...]
+ * where seq counts per CPU and per context (task, irq, nmi) from 0 and t
+ * (with stamp=1) is local_clock() read just before the printk() call.
+ * At the end of a run it prints one summary line per kind of call:
+ *   rigprintk: stat scen=S kind=K calls=N p50_ns=.. p99_ns=.. p999_ns=.. max_ns=..
+ *
+ * Markers (32-bit writes to the UART's marker port) are
+ *   MARK_RUN_BEGIN, MARK_RUN_END, and (phase << 28 | ctx << 24 | seq) with
+ *   phase 1 before and 2 after a tagged printk() call, ctx 0 task, 1 irq,
+ *   2 nmi; the vCPU is in the log record itself.
+ */
+#include <linux/atomic.h>
+#include <linux/completion.h>
+#include <linux/console.h>
+#include <linux/cpumask.h>
+#include <linux/debugfs.h>
+#include <linux/delay.h>
+#include <linux/io.h>
+#include <linux/irq_work.h>
+#include <linux/kthread.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/nmi.h>
+#include <linux/percpu.h>
+#include <linux/printk.h>
+#include <linux/sched/clock.h>
+#include <linux/slab.h>
+#include <linux/sort.h>
+#include <linux/vmalloc.h>
+#include <asm/apic.h>
+#include <asm/nmi.h>
+
+#define MARKER_PORT		0x4f0
+#define MARK_RUN_BEGIN		0x30000000
+#define MARK_RUN_END		0x40000000
+#define MARK_BEFORE		1
+#define MARK_AFTER		2
+
+enum rig_ctx { CTX_TASK, CTX_IRQ, CTX_NMI, CTX_NR };
+static const char * const ctx_names[CTX_NR] = { "task", "irq", "nmi" };
+
+/* ---- parameters ---------------------------------------------------- */
+
+static char *scen = "none";
+module_param(scen, charp, 0644);
+MODULE_PARM_DESC(scen, "scenario name put into every tag");
+
+static unsigned int flood_count;
+module_param(flood_count, uint, 0644);
+MODULE_PARM_DESC(flood_count, "records each flooding CPU prints (0: no flood)");
+
+static unsigned long flood_cpus = ~0UL;
+module_param(flood_cpus, ulong, 0644);
+MODULE_PARM_DESC(flood_cpus, "mask of CPUs that flood (default: all online)");
+
+static int flood_level = 6;
+module_param(flood_level, int, 0644);
+MODULE_PARM_DESC(flood_level, "loglevel of flood records (default 6, INFO)");
+
+static unsigned int flood_len;
+module_param(flood_len, uint, 0644);
+MODULE_PARM_DESC(flood_len, "padding bytes added to each flood record");
+
+static unsigned int flood_delay_us;
+module_param(flood_delay_us, uint, 0644);
+MODULE_PARM_DESC(flood_delay_us, "delay between two records of one CPU");
+
+static unsigned int flood_emerg_every;
+module_param(flood_emerg_every, uint, 0644);
+MODULE_PARM_DESC(flood_emerg_every, "every Nth flood record at flood_emerg_level (0: none)");
+
+static int flood_emerg_level = 3;
+module_param(flood_emerg_level, int, 0644);
+MODULE_PARM_DESC(flood_emerg_level, "loglevel of those records (default 3, ERR)");
+
+static bool flood_wait = true;
+module_param(flood_wait, bool, 0644);
+MODULE_PARM_DESC(flood_wait, "run waits for the floods before it sends NMIs, spins or crashes");
+
+static unsigned int flood_backlog_ms;
+module_param(flood_backlog_ms, uint, 0644);
+MODULE_PARM_DESC(flood_backlog_ms, "with flood_wait=0: wait this long after the floods start");
+
+static unsigned long nmi_cpus;
+module_param(nmi_cpus, ulong, 0644);
+MODULE_PARM_DESC(nmi_cpus, "mask of CPUs to send an NMI IPI to");
+
+static unsigned int nmi_count = 1;
+module_param(nmi_count, uint, 0644);
+MODULE_PARM_DESC(nmi_count, "tagged messages the NMI handler prints per NMI");
+
+static int nmi_level = 3;
+module_param(nmi_level, int, 0644);
+MODULE_PARM_DESC(nmi_level, "loglevel of NMI messages (default 3, ERR)");
+
+static bool nmi_then_panic;
+module_param_named(nmi_panic, nmi_then_panic, bool, 0644);
+MODULE_PARM_DESC(nmi_panic, "the NMI handler panics after printing");
+
+static bool unknown_nmi;
+module_param(unknown_nmi, bool, 0644);
+MODULE_PARM_DESC(unknown_nmi, "print tagged messages for NMIs nobody claims (QMP inject-nmi, UART trigger)");
+
+static int spin_cpu = -1;
+module_param(spin_cpu, int, 0644);
+MODULE_PARM_DESC(spin_cpu, "CPU that spins with interrupts off during the run (-1: none)");
+
+static unsigned int spin_ms;
+module_param(spin_ms, uint, 0644);
+MODULE_PARM_DESC(spin_ms, "how long it spins");
+
+static char *crash = "none";
+module_param(crash, charp, 0644);
+MODULE_PARM_DESC(crash, "none, panic-task, panic-irq, panic-nmi, oops-task, oops-irq, oops-nmi");
+
+static int crash_cpu = -1;
+module_param(crash_cpu, int, 0644);
+MODULE_PARM_DESC(crash_cpu, "CPU for the NMI crash (-1: the last online CPU)");
+
+static bool late_console;
+module_param(late_console, bool, 0644);
+MODULE_PARM_DESC(late_console, "register a test console at run (it receives the history)");
+
+static bool markers;
+module_param(markers, bool, 0644);
+MODULE_PARM_DESC(markers, "write markers to the UART before and after each tagged printk()");
+
+static bool stamp;
+module_param(stamp, bool, 0644);
+MODULE_PARM_DESC(stamp, "put the time of the call (local_clock() ns) into each tag");
+
+static unsigned int single_level = 8;
+module_param(single_level, uint, 0644);
+MODULE_PARM_DESC(single_level, "print one tagged record at this level at run (8: none)");
+
+/* ---- tagged printing, markers and timing ----------------------------- */
+
+static DEFINE_PER_CPU(unsigned int [CTX_NR], tag_seq);
+
+struct timing {
+	u32 *ns;
+	unsigned int max_calls;
+	atomic_t calls;
+};
+
+static struct timing task_timing, nmi_timing;
+static char pad[1024];
+
+static void mark(u32 value)
+{
+	if (markers)
+		outl(value, MARKER_PORT);
+}
+
+static enum rig_ctx current_ctx(void)
+{
+	if (in_nmi())
+		return CTX_NMI;
+	if (in_hardirq() || in_serving_softirq())
+		return CTX_IRQ;
+	return CTX_TASK;
+}
+
+static void timing_add(struct timing *t, u64 ns)
+{
+	unsigned int i = atomic_inc_return(&t->calls) - 1;
+
+	if (t->ns && i < t->max_calls)
+		t->ns[i] = min_t(u64, ns, U32_MAX);
+}
+
+/* One tagged printk() call at @level with @padlen bytes of padding. */
+static void tagged_printk(int level, unsigned int padlen, struct timing *t)
+{
+	enum rig_ctx ctx = current_ctx();
+	unsigned int cpu = smp_processor_id();
+	unsigned int seq = this_cpu_inc_return(tag_seq[ctx]) - 1;
+	u32 tag = (ctx << 24) | (seq & 0xffffff);
+	char when[32] = "";
+	u64 t0, t1;
+
+	padlen = min_t(unsigned int, padlen, sizeof(pad) - 1);
+	mark(MARK_BEFORE << 28 | tag);
+	t0 = local_clock();
+	if (stamp)
+		snprintf(when, sizeof(when), " t=%llu", t0);
+	printk("%c%crigprintk: scen=%s cpu=%u ctx=%s seq=%u lvl=%d%s%s%.*s\n",
+	       KERN_SOH_ASCII, '0' + level, scen, cpu, ctx_names[ctx], seq, level,
+	       when, padlen ? " pad=" : "", padlen, pad);
+	t1 = local_clock();
+	mark(MARK_AFTER << 28 | tag);
+	if (t)
+		timing_add(t, t1 - t0);
+}
+
+static int timing_init(struct timing *t, unsigned int max_calls)
+{
+	atomic_set(&t->calls, 0);
+	t->max_calls = max_calls;
+	t->ns = max_calls ? vmalloc(array_size(max_calls, sizeof(u32))) : NULL;
+	return max_calls && !t->ns ? -ENOMEM : 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	u32 x = *(const u32 *)a, y = *(const u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void timing_report(struct timing *t, const char *kind)
+{
+	unsigned int n = min_t(unsigned int, atomic_read(&t->calls), t->max_calls);
+
+	if (!t->ns || !n)
+		return;
+	sort(t->ns, n, sizeof(u32), cmp_u32, NULL);
+	pr_info("rigprintk: stat scen=%s kind=%s calls=%u p50_ns=%u p99_ns=%u p999_ns=%u max_ns=%u\n",
+		scen, kind, n, t->ns[n / 2], t->ns[(u64)n * 99 / 100],
+		t->ns[(u64)n * 999 / 1000], t->ns[n - 1]);
+}
+
+static void timing_free(struct timing *t)
+{
+	vfree(t->ns);
+	t->ns = NULL;
+}
+
+/* ---- floods ----------------------------------------------------------- */
+
+static DECLARE_COMPLETION(flood_go);
+static atomic_t floods_running;
+static DECLARE_COMPLETION(floods_done);
+
+static int flood_fn(void *unused)
+{
+	unsigned int i;
+
+	wait_for_completion(&flood_go);
+	for (i = 0; i < flood_count; i++) {
+		bool emerg = flood_emerg_every && (i % flood_emerg_every) == flood_emerg_every - 1;
+
+		tagged_printk(emerg ? flood_emerg_level : flood_level, flood_len, &task_timing);
+		if (flood_delay_us)
+			udelay(flood_delay_us);
+		else if (!(i & 63))
+			cond_resched();
+	}
+	if (atomic_dec_and_test(&floods_running))
+		complete(&floods_done);
+	return 0;
+}
+
+static int floods_start(void)
+{
+	unsigned int cpu, n = 0;
+
+	if (!flood_count)
+		return 0;
+	for_each_online_cpu(cpu) {
+		if (cpu < BITS_PER_LONG && (flood_cpus & BIT(cpu)))
+			n++;
+	}
+	if (timing_init(&task_timing, n * flood_count))
+		return -ENOMEM;
+	atomic_set(&floods_running, n);
+	reinit_completion(&floods_done);
+	reinit_completion(&flood_go);
+	for_each_online_cpu(cpu) {
+		struct task_struct *t;
+
+		if (cpu >= BITS_PER_LONG || !(flood_cpus & BIT(cpu)))
+			continue;
+		t = kthread_create_on_cpu(flood_fn, NULL, cpu, "rigflood/%u");
+		if (IS_ERR(t))
+			return PTR_ERR(t);
+		wake_up_process(t);
+	}
+	complete_all(&flood_go);
+	return n;
+}
+
+/* ---- NMIs --------------------------------------------------------------- */
+
+static DEFINE_PER_CPU(bool, nmi_armed);
+static atomic_t nmis_seen;
+static atomic_t crash_nmi_armed;
+
+static void nmi_print(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < nmi_count; i++)
+		tagged_printk(nmi_level, 0, &nmi_timing);
+}
+
+static int rig_nmi_local(unsigned int type, struct pt_regs *regs)
+{
+	if (atomic_read(&crash_nmi_armed) && smp_processor_id() == crash_cpu) {
+		atomic_set(&crash_nmi_armed, 0);
+		if (!strcmp(crash, "panic-nmi")) {
+			tagged_printk(0, 0, NULL);
+			panic("rigprintk: panic in NMI on CPU %d", smp_processor_id());
+		}
+		tagged_printk(0, 0, NULL);
+		*(volatile int *)NULL = 0;	/* oops in NMI context */
+		return NMI_HANDLED;
+	}
+	if (!this_cpu_read(nmi_armed))
+		return NMI_DONE;
+	this_cpu_write(nmi_armed, false);
+	nmi_print();
+	atomic_inc(&nmis_seen);
+	if (nmi_then_panic)
+		panic("rigprintk: panic from the NMI handler on CPU %d", smp_processor_id());
+	return NMI_HANDLED;
+}
+
+static int rig_nmi_unknown(unsigned int type, struct pt_regs *regs)
+{
+	if (!unknown_nmi)
+		return NMI_DONE;
+	nmi_print();
+	atomic_inc(&nmis_seen);
+	return NMI_HANDLED;
+}
+
+static void send_nmi(unsigned int cpu)
+{
+	__apic_send_IPI_mask(cpumask_of(cpu), NMI_VECTOR);
+}
+
+static void nmis_send(void)
+{
+	unsigned int cpu, sent = 0;
+	int waited;
+
+	atomic_set(&nmis_seen, 0);
+	for_each_online_cpu(cpu) {
+		if (cpu >= BITS_PER_LONG || !(nmi_cpus & BIT(cpu)))
+			continue;
+		per_cpu(nmi_armed, cpu) = true;
+		smp_wmb();	/* armed before the NMI arrives */
+		send_nmi(cpu);
+		sent++;
+	}
+	for (waited = 0; atomic_read(&nmis_seen) < sent && waited < 5000; waited++)
+		usleep_range(1000, 2000);
+	if (atomic_read(&nmis_seen) < sent)
+		pr_err("rigprintk: %d of %u NMIs handled\n", atomic_read(&nmis_seen), sent);
+}
+
+/* ---- a CPU spinning with interrupts off ------------------------------------ */
+
+static DECLARE_COMPLETION(spin_started);
+static DECLARE_COMPLETION(spin_done);
+
+static int spin_fn(void *unused)
+{
+	u64 end;
+
+	local_irq_disable();
+	complete(&spin_started);
+	end = local_clock() + (u64)spin_ms * NSEC_PER_MSEC;
+	while (local_clock() < end) {
+		touch_nmi_watchdog();
+		cpu_relax();
+	}
+	local_irq_enable();
+	complete(&spin_done);
+	return 0;
+}
+
+static int spin_start(void)
+{
+	struct task_struct *t;
+
+	if (spin_cpu < 0 || !spin_ms)
+		return 0;
+	if (!cpu_online(spin_cpu))
+		return -EINVAL;
+	reinit_completion(&spin_started);
+	reinit_completion(&spin_done);
+	t = kthread_create_on_cpu(spin_fn, NULL, spin_cpu, "rigspin/%u");
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	wake_up_process(t);
+	wait_for_completion(&spin_started);
+	pr_info("rigprintk: scen=%s cpu %d spins with interrupts off for %u ms\n",
+		scen, spin_cpu, spin_ms);
+	return 1;
+}
+
+/* ---- panics and oopses -------------------------------------------------------- */
+
+static void crash_now(const char *how)
+{
+	tagged_printk(0, 0, NULL);
+	if (!strncmp(how, "panic", 5))
+		panic("rigprintk: %s on CPU %d", how, smp_processor_id());
+	*(volatile int *)NULL = 0;
+}
+
+static void crash_irq_fn(struct irq_work *w)
+{
+	crash_now(crash);
+}
+
+static struct irq_work crash_irq_work = IRQ_WORK_INIT_HARD(crash_irq_fn);
+
+static int crash_task_fn(void *unused)
+{
+	crash_now(crash);
+	return 0;
+}
+
+static int crash_start(void)
+{
+	struct task_struct *t;
+
+	if (!strcmp(crash, "none"))
+		return 0;
+	if (!strcmp(crash, "panic-task")) {
+		crash_now(crash);
+	} else if (!strcmp(crash, "oops-task")) {
+		/* In a thread of its own, so that the oops does not kill init. */
+		t = kthread_run(crash_task_fn, NULL, "rigoops");
+		if (IS_ERR(t))
+			return PTR_ERR(t);
+		msleep(100);
+	} else if (!strcmp(crash, "panic-irq") || !strcmp(crash, "oops-irq")) {
+		irq_work_queue(&crash_irq_work);
+		msleep(100);
+	} else if (!strcmp(crash, "panic-nmi") || !strcmp(crash, "oops-nmi")) {
+		if (crash_cpu < 0)
+			crash_cpu = cpumask_last(cpu_online_mask);
+		atomic_set(&crash_nmi_armed, 1);
+		send_nmi(crash_cpu);
+		msleep(100);
+	} else {
+		pr_err("rigprintk: unknown crash=%s\n", crash);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- the late test console --------------------------------------------------- */
+
+#define CONLOG_SIZE	(512 * 1024)
+static char *conlog;
+static size_t conlog_len;
+static DEFINE_SPINLOCK(conlog_lock);
+
+static void rig_console_write(struct console *con, const char *s, unsigned int n)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&conlog_lock, flags);
+	n = min_t(size_t, n, CONLOG_SIZE - conlog_len);
+	memcpy(conlog + conlog_len, s, n);
+	conlog_len += n;
+	spin_unlock_irqrestore(&conlog_lock, flags);
+}
+
+static struct console rig_console = {
+	.name	= "rigcon",
+	.write	= rig_console_write,
+	.flags	= CON_PRINTBUFFER | CON_ENABLED,
+	.index	= -1,
+};
+
+static ssize_t conlog_read(struct file *f, char __user *buf, size_t count, loff_t *pos)
+{
+	return simple_read_from_buffer(buf, count, pos, conlog, READ_ONCE(conlog_len));
+}
+
+static const struct file_operations conlog_fops = {
+	.owner	= THIS_MODULE,
+	.read	= conlog_read,
+	.llseek	= default_llseek,
+};
+
+static struct dentry *debug_dir;
+
+/* ---- flushing every console ----------------------------------------------------- */
+
+/*
+ * console_stop() waits until the console printed everything that is in
+ * the ringbuffer (pr_flush), on legacy and nbcon consoles alike, and on
+ * vanilla and patched kernels; console_start() enables it again.
+ */
+static void flush_consoles(void)
+{
+	struct console *con, *list[16];
+	int n = 0, i;
+
+	console_list_lock();
+	for_each_console(con) {
+		if (n < ARRAY_SIZE(list) && (con->flags & CON_ENABLED))
+			list[n++] = con;
+	}
+	console_list_unlock();
+	for (i = 0; i < n; i++) {
+		console_stop(list[i]);
+		console_start(list[i]);
+	}
+}
+
+static int flush_set(const char *val, const struct kernel_param *kp)
+{
+	flush_consoles();
+	return 0;
+}
+
+static const struct kernel_param_ops flush_ops = { .set = flush_set };
+module_param_cb(flush, &flush_ops, NULL, 0200);
+MODULE_PARM_DESC(flush, "write 1: wait until every console printed everything");
+
+/* ---- the run ------------------------------------------------------------------------ */
+
+static DEFINE_MUTEX(run_lock);
+
+static int do_run(void)
+{
+	int floods, spinning, ret;
+
+	mark(MARK_RUN_BEGIN);
+	pr_info("rigprintk: scen=%s run begin\n", scen);
+
+	if (timing_init(&nmi_timing, 4096))
+		return -ENOMEM;
+	if (late_console && !conlog) {
+		conlog = vzalloc(CONLOG_SIZE);
+		if (!conlog)
+			return -ENOMEM;
+		register_console(&rig_console);
+	}
+	if (single_level < 8)
+		tagged_printk(single_level, 0, NULL);
+
+	floods = floods_start();
+	if (floods < 0)
+		return floods;
+	if (floods && flood_wait)
+		wait_for_completion(&floods_done);
+	else if (floods && flood_backlog_ms)
+		msleep(flood_backlog_ms);
+
+	spinning = spin_start();
+	if (spinning < 0)
+		return spinning;
+	if (nmi_cpus)
+		nmis_send();
+	ret = crash_start();
+	if (ret)
+		return ret;
+
+	if (spinning)
+		wait_for_completion(&spin_done);
+	if (floods && !flood_wait)
+		wait_for_completion(&floods_done);
+
+	timing_report(&task_timing, "flood");
+	timing_report(&nmi_timing, "nmi");
+	timing_free(&task_timing);
+	timing_free(&nmi_timing);
+	pr_info("rigprintk: scen=%s run end\n", scen);
+	mark(MARK_RUN_END);
+	return 0;
+}
+
+static int run_set(const char *val, const struct kernel_param *kp)
+{
+	int ret;
+
+	mutex_lock(&run_lock);
+	ret = do_run();
+	mutex_unlock(&run_lock);
+	return ret;
+}
+
+static const struct kernel_param_ops run_ops = { .set = run_set };
+module_param_cb(run, &run_ops, NULL, 0200);
+MODULE_PARM_DESC(run, "write 1: run the configured actions, return when done");
+
+/* ---- module ------------------------------------------------------------------------- */
+
+static int __init rigprintk_init(void)
+{
+	int ret;
+
+	memset(pad, 'x', sizeof(pad) - 1);
+	ret = register_nmi_handler(NMI_LOCAL, rig_nmi_local, 0, "rigprintk");
+	if (ret)
+		return ret;
+	ret = register_nmi_handler(NMI_UNKNOWN, rig_nmi_unknown, 0, "rigprintk");
+	if (ret) {
+		unregister_nmi_handler(NMI_LOCAL, "rigprintk");
+		return ret;
+	}
+	debug_dir = debugfs_create_dir("rigprintk", NULL);
+	debugfs_create_file("console", 0400, debug_dir, NULL, &conlog_fops);
+	pr_info("rigprintk: loaded, scen=%s\n", scen);
+	return 0;
+}
+
+static void __exit rigprintk_exit(void)
+{
+	if (conlog) {
+		unregister_console(&rig_console);
+		vfree(conlog);
+	}
+	debugfs_remove_recursive(debug_dir);
+	unregister_nmi_handler(NMI_UNKNOWN, "rigprintk");
+	unregister_nmi_handler(NMI_LOCAL, "rigprintk");
+}
+
+module_init(rigprintk_init);
+module_exit(rigprintk_exit);
+MODULE_DESCRIPTION("printk-rig test module: floods, NMIs, panics, timing, markers");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,210 @@
+"""The patched kernel's seed features, shown on real boots with the test module:
+CPU-ID tagging, emergency messages and their loglevel controls, emergency
+output from NMI while the printer thread has a backlog, and timestamps taken
+at the call. Vanilla runs the same module and shows what it does instead.
+
+The catalogue's scenarios (S2-S17) build on these; here each feature of
+kernel-patches/ is shown to exist and to be switchable.
+"""
+import re
+from dataclasses import dataclass
+from typing import List
+
+import pytest
+
+from rig import logparse, sidechannel, uartlog
+from rig.boot import BootRequest
+from rig.rigprintk import MARK_AFTER, MARK_BEFORE, Tag, cmdline, mask, parse_tag, stats
+
+pytestmark = pytest.mark.boots
+
+# The patched console prefix: "[    1.234567] 001: ".
+CPU_FIELD_RE = r"^\[\s*\d+\.\d{6}\] \d{3}: "
+
+
+@dataclass
+class Evidence:
+    """What one boot left behind, parsed."""
+    result: object
+    transcript: logparse.Transcript
+    kmsg: List[logparse.KmsgRecord]
+    side: sidechannel.SideChannel
+    log: uartlog.UartLog
+
+    def tagged(self, scen: str):
+        """(console line, tag) of the module's messages for scen, in console order."""
+        out = []
+        for line in self.transcript.lines:
+            tag = parse_tag(line.text)
+            if tag and tag.scen == scen:
+                out.append((line, tag))
+        return out
+
+    def printk_sysctl(self) -> List[int]:
+        return [int(v) for v in self.side.section("printk-sysctl").split()]
+
+    def where(self) -> str:
+        return f"run directory {self.result.run_dir}"
+
+
+def boot_with(rig_boot, flavor: str, name: str, steps: str, extra: str = "",
+              **module) -> Evidence:
+    req = BootRequest(flavor=flavor, name=name,
+                      cmdline=f"rig.steps={steps} {cmdline(scen=name, **module)} {extra}")
+    result = rig_boot(req)
+    assert result.outcome.cls == "clean", f"{name}: {result.outcome} ({result.run_dir})"
+    side = sidechannel.parse(result.side)
+    kmsg = logparse.parse_kmsg(side.section("kmsg")) if "kmsg" in steps.split(",") else []
+    return Evidence(result, logparse.parse_transcript(result.console), kmsg, side,
+                    uartlog.read(result.run_dir / "uart.log"))
+
+
+def bytes_during_call(ev: Evidence, tag: Tag):
+    """THR records the UART saw between the module's before/after markers of a call."""
+    return [r for r in uartlog.between_markers(ev.log, tag.marker(MARK_BEFORE),
+                                               tag.marker(MARK_AFTER)) if r.reg == "THR"]
+
+
+def assert_immediate(ev: Evidence, line, tag: Tag):
+    """Every byte of the line (and its CRLF) went out during the printk() call,
+    written by the calling CPU."""
+    during = bytes_during_call(ev, tag)
+    wire = (line.raw + "\r\n").encode()
+    written = bytes(r.value for r in during)
+    assert wire in written, (
+        f"emergency line not written during its printk() call: {line.raw!r}; "
+        f"{len(written)} bytes went out between the markers ({ev.where()})")
+    start = written.index(wire)
+    cpus = {r.cpu for r in during[start:start + len(wire)]}
+    assert cpus == {tag.cpu}, (f"the line's bytes came from vCPUs {cpus}, the caller was "
+                               f"CPU {tag.cpu} ({ev.where()})")
+
+
+def assert_deferred(ev: Evidence, line, tag: Tag):
+    written = bytes(r.value for r in bytes_during_call(ev, tag))
+    assert (line.raw + "\r\n").encode() not in written, (
+        f"line written during its printk() call although it is not an emergency: "
+        f"{line.raw!r} ({ev.where()})")
+    assert line in ev.transcript.lines
+
+
+def single(ev: Evidence, scen: str):
+    found = ev.tagged(scen)
+    assert len(found) == 1, f"expected one tagged line of {scen}, found {len(found)} ({ev.where()})"
+    return found[0]
+
+
+# --- CPU-ID tagging ------------------------------------------------------------
+
+def test_cpu_field_on_console_and_kmsg(rig_boot):
+    ev = boot_with(rig_boot, "patched", "cpuid", "run,kmsg",
+                   flood_count=20, flood_level=6)
+    kernel_lines = [ln for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
+    missing = [ln for ln in kernel_lines if not re.match(CPU_FIELD_RE, ln.raw)]
+    assert not missing, (f"{len(missing)} of {len(kernel_lines)} console lines lack the CPU "
+                         f"field, first: line {missing[0].lineno}: {missing[0].raw!r} "
+                         f"({ev.where()})")
+    bad = [r for r in ev.kmsg if not r.extra or not r.extra[0].isdigit()]
+    assert not bad, (f"{len(bad)} /dev/kmsg records without the CPU as fifth header field, "
+                     f"first seq {bad[0].seq} ({ev.where()})")
+    tagged = ev.tagged("cpuid")
+    assert len(tagged) == 2 * 20, f"expected 40 flood lines, got {len(tagged)} ({ev.where()})"
+    wrong = [(ln.raw, t.cpu) for ln, t in tagged if ln.cpu != t.cpu]
+    assert not wrong, f"CPU field differs from the CPU the module recorded: {wrong[:3]}"
+    by_seq = {r.seq: r for r in ev.kmsg}
+    kmsg_tagged = [r for r in by_seq.values() if parse_tag(r.text)]
+    wrong = [r.seq for r in kmsg_tagged if int(r.extra[0]) != parse_tag(r.text).cpu]
+    assert not wrong, f"/dev/kmsg CPU field differs from the module's CPU: seqs {wrong[:5]}"
+
+
+# --- emergency messages and their threshold ------------------------------------
+
+def test_emergency_message_is_written_during_the_call(rig_boot):
+    ev = boot_with(rig_boot, "patched", "emerg-default", "printk,run",
+                   single_level=3, markers=True)
+    assert ev.printk_sysctl()[4] == 5, f"/proc/sys/kernel/printk: {ev.printk_sysctl()}"
+    assert_immediate(ev, *single(ev, "emerg-default"))
+
+
+def test_emergency_loglevel_boot_parameter_moves_the_threshold(rig_boot):
+    ev = boot_with(rig_boot, "patched", "emerg-param", "printk,run",
+                   extra="emergency_loglevel=3", single_level=3, markers=True)
+    assert ev.printk_sysctl()[4] == 3, f"/proc/sys/kernel/printk: {ev.printk_sysctl()}"
+    assert_deferred(ev, *single(ev, "emerg-param"))
+
+
+def test_printk_sysctl_fifth_field_moves_the_threshold(rig_boot):
+    # Raise it to 8: even INFO becomes an emergency message.
+    ev = boot_with(rig_boot, "patched", "emerg-sysctl", "printk,run",
+                   extra="rig.printk=7:4:1:7:8", single_level=6, markers=True)
+    assert ev.printk_sysctl() == [7, 4, 1, 7, 8], f"/proc/sys/kernel/printk: {ev.printk_sysctl()}"
+    assert_immediate(ev, *single(ev, "emerg-sysctl"))
+
+
+def test_info_message_is_left_to_the_printer_thread(rig_boot):
+    ev = boot_with(rig_boot, "patched", "info-thread", "run",
+                   single_level=6, markers=True)
+    assert_deferred(ev, *single(ev, "info-thread"))
+
+
+# --- emergency output from NMI while the printer has a backlog -----------------
+
+# 1200 lines of about 60 bytes fit in the 128 KB ringbuffer with the boot
+# messages: none is dropped, so every one must be on the console once.
+FLOOD = 1200
+BACKLOG = dict(flood_count=FLOOD, flood_cpus=mask([0]), flood_wait=False, flood_backlog_ms=300,
+               nmi_cpus=mask([1]), nmi_level=3, markers=True)
+
+
+def test_nmi_error_reaches_the_wire_ahead_of_the_backlog(rig_boot):
+    ev = boot_with(rig_boot, "patched", "nmi-backlog", "run", **BACKLOG)
+    tagged = ev.tagged("nmi-backlog")
+    nmi = [(i, ln, t) for i, (ln, t) in enumerate(tagged) if t.ctx == "nmi"]
+    assert len(nmi) == 1, f"expected one NMI line, found {len(nmi)} ({ev.where()})"
+    pos, line, tag = nmi[0]
+    after = [t for ln, t in tagged[pos + 1:] if t.ctx == "task"]
+    assert len(after) >= FLOOD * 2 // 3, (
+        f"only {len(after)} flood lines followed the NMI line: the backlog was not "
+        f"there or the NMI line waited for it ({ev.where()})")
+    assert line.cpu == 1 and tag.cpu == 1, f"NMI line {line.raw!r} not from CPU 1"
+    assert_immediate(ev, line, tag)
+    flood = sorted(t.seq for ln, t in tagged if t.ctx == "task")
+    assert flood == list(range(FLOOD)), (
+        f"flood records lost or doubled on the console: {len(flood)} lines, "
+        f"{len(set(flood))} distinct ({ev.where()})")
+
+
+def test_vanilla_runs_the_module_and_prints_in_the_callers_context(rig_boot):
+    ev = boot_with(rig_boot, "vanilla", "nmi-backlog", "run", **BACKLOG)
+    tagged = ev.tagged("nmi-backlog")
+    assert sum(t.ctx == "nmi" for _, t in tagged) == 1, f"no NMI line ({ev.where()})"
+    assert sorted(t.seq for _, t in tagged if t.ctx == "task") == list(range(FLOOD))
+    s = stats(ln.text for ln in ev.transcript.lines)
+    assert s["flood"]["calls"] == FLOOD, s
+    # Vanilla has no CPU field, and its INFO printk() prints the line itself:
+    # the caller waits for the wire (about 6 ms a line at 115200 baud).
+    assert all(ln.cpu is None for ln, _ in tagged)
+    assert s["flood"]["p50"] > 1_000_000, f"vanilla INFO printk() p50 {s['flood']['p50']} ns"
+
+
+# --- timestamps are taken at the call -------------------------------------------
+
+DELAY_MS = 40
+
+
+def test_timestamp_is_the_time_of_the_call(rig_boot, flavor):
+    ev = boot_with(rig_boot, flavor, "stamp", "printk,run,kmsg",
+                   extra=f"rig.printk_delay={DELAY_MS}", flood_count=5, flood_cpus=mask([0]),
+                   stamp=True)
+    lags = []
+    for r in ev.kmsg:
+        tag = parse_tag(r.text)
+        if tag and tag.scen == "stamp":
+            lags.append(r.ts_usec - tag.t_call_ns // 1000)
+    assert len(lags) == 5, f"expected 5 stamped records, got {len(lags)} ({ev.where()})"
+    if flavor == "patched":
+        assert max(lags) < 1000, (f"record timestamps lag the printk() call by {lags} us "
+                                  f"with printk_delay={DELAY_MS} ms ({ev.where()})")
+    else:
+        # Vanilla reads the clock after printk_delay (mdelay: calibrated, not exact).
+        assert min(lags) >= DELAY_MS * 800, f"vanilla lags {lags} us"
