@@ -14,7 +14,8 @@ import pytest
 
 from rig import logparse, sidechannel, uartlog
 from rig.boot import BootRequest
-from rig.rigprintk import MARK_AFTER, MARK_BEFORE, Tag, cmdline, mask, parse_tag, stats
+from rig.rigprintk import (MARK_AFTER, MARK_BEFORE, MARK_RUN_BEGIN, Tag, cmdline, mask,
+                          parse_tag, stats)
 
 pytestmark = pytest.mark.boots
 
@@ -168,10 +169,30 @@ def test_nmi_error_reaches_the_wire_ahead_of_the_backlog(rig_boot):
         f"there or the NMI line waited for it ({ev.where()})")
     assert line.cpu == 1 and tag.cpu == 1, f"NMI line {line.raw!r} not from CPU 1"
     assert_immediate(ev, line, tag)
+    assert_ier_restored(ev)
     flood = sorted(t.seq for ln, t in tagged if t.ctx == "task")
     assert flood == list(range(FLOOD)), (
         f"flood records lost or doubled on the console: {len(flood)} lines, "
         f"{len(set(flood))} distinct ({ev.where()})")
+
+
+def assert_ier_restored(ev: Evidence):
+    """Console writes clear IER and restore what they found, however they nest:
+    from the run's start on, IER is only ever 0 or the value it had before,
+    and it ends with that value."""
+    recs = ev.log.records
+    begin = next(i for i, r in enumerate(recs) if r.reg == "MARKER" and r.value == MARK_RUN_BEGIN)
+    # The run may begin in the middle of a console write, with IER cleared:
+    # the port's own value is the last non-zero one restored before.
+    before = [r.value for r in recs[:begin] if r.reg == "IER" and not r.is_read and r.value]
+    v0 = before[-1] if before else 0
+    during = [r for r in recs[begin:] if r.reg == "IER" and not r.is_read]
+    odd = [r for r in during if r.value not in (0, v0)]
+    assert not odd, (f"IER {odd[0].value:#04x} written at log record {odd[0].seq} by vCPU "
+                     f"{odd[0].cpu}; before the run it was {v0:#04x} ({ev.where()})")
+    assert during and during[-1].value == v0, (
+        f"IER {v0:#04x} before the console writes, {during[-1].value:#04x} after "
+        f"(log record {during[-1].seq}) ({ev.where()})")
 
 
 def test_vanilla_runs_the_module_and_prints_in_the_callers_context(rig_boot):

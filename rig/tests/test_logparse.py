@@ -56,3 +56,40 @@ def test_kmsg_records_with_escapes_props_and_unknown_fields():
 def test_kmsg_format_errors(bad, msg):
     with pytest.raises(KmsgFormatError, match=msg):
         parse_kmsg(bad)
+
+
+DATA = __import__("pathlib").Path(__file__).parent / "data"
+
+
+def test_replay_line_and_interrupted_fragment_from_a_real_patched_boot():
+    # Captured on the patched kernel: two emergency messages (KERN_ERR and
+    # KERN_WARNING) took the console over from the printer thread mid-line.
+    t = parse_transcript((DATA / "patched-boot-takeover.console").read_bytes())
+    assert not t.unparsed
+    assert [(a.raw, b.raw) for a, b in t.interrupted] == [
+        ("[    1.309", "[    1.309941] 001: pci_bus 0000:00: root bus resource "
+                       "[mem 0x000a0000-0x000bffff window]"),
+        ("[    1.553299] 0", "[    1.553299] 001: 00:00: ttyS1 at I/O 0x2f8 (irq = 3, "
+                             "base_baud = 115200) is a 16550A"),
+    ]
+    replays = [ln for ln in t.lines if ln.replay]
+    assert len(replays) == 2
+    # The fragments are not kernel lines of their own.
+    assert all(ln.raw not in ("[    1.309", "[    1.553299] 0") for ln in t.lines)
+    assert all(ln.cpu is not None for ln in t.lines if not ln.replay)
+
+
+def test_fragment_that_is_a_whole_line_is_a_reprint():
+    data = (b"[    1.000000] 000: first\r\n"
+            b"[    1.000001] 001: emergency\r\n"
+            b"** replaying previous printk message **\r\n"
+            b"[    1.000000] 000: first\r\n")
+    t = parse_transcript(data)
+    assert [ln.text for ln in t.lines if not ln.replay] == ["emergency", "first"]
+    assert t.interrupted[0][0].lineno == 1
+
+
+def test_replay_line_without_fragment_leaves_lines_alone():
+    data = b"[    1.000000] 000: a\r\n** replaying previous printk message **\r\n[    2.0] 000: b\r\n"
+    t = parse_transcript(data)
+    assert not t.interrupted and [ln.text for ln in t.lines][0] == "a"

@@ -1,0 +1,31 @@
+"""The patch series itself: each patch of kernel-patches/series applies to the
+pristine source with no fuzz, is checkpatch --strict clean, and builds with
+the patches before it. The check runs once per series/source/config (cached
+like a build: `make series-check`); this test reads its verdicts."""
+import pytest
+
+from rig.build.patching import read_series
+from rig.build.kernel import SERIES
+from rig.build.series_check import build_series_check
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    return build_series_check()["outputs"]
+
+
+def test_every_patch_of_the_series_was_checked(verdicts):
+    names = [r["patch"] for r in verdicts["results"]]
+    assert names == [p.name for p in read_series(SERIES)], (
+        f"checked {names}; a patch that does not apply stops the check there")
+
+
+@pytest.mark.parametrize("patch", [p.name for p in read_series(SERIES)])
+def test_patch_applies_without_fuzz_is_checkpatch_clean_and_builds(verdicts, patch):
+    r = next((r for r in verdicts["results"] if r["patch"] == patch), None)
+    assert r is not None, f"{patch} was not reached: an earlier patch does not apply"
+    assert r["applies"], f"{patch} does not apply with --fuzz=0:\n{r.get('apply_error')}"
+    assert r["checkpatch_status"] == 0 and not r["checkpatch"], (
+        f"scripts/checkpatch.pl --strict on {patch}:\n{r['checkpatch']}")
+    assert r["builds"], (f"the kernel does not build with {patch} and the patches before "
+                         f"it:\n{r.get('build_error')}")
