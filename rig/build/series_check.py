@@ -39,11 +39,15 @@ def _check_one(tree: Path, patch: Path, log: Path) -> dict:
         return result
     result["applies"] = True
     result["offsets"] = re.findall(r"Hunk #\d+ succeeded at \d+ \(offset -?\d+ lines?\)", report)
+    result["checkpatch_status"], result["checkpatch"] = run_checkpatch(tree, patch)
+    return result
+
+
+def run_checkpatch(tree: Path, patch: Path):
+    """(exit status, report) of the tree's checkpatch.pl --strict on patch."""
     cp = subprocess.run(["perl", "scripts/checkpatch.pl", "--strict", "--quiet", str(patch)],
                         cwd=tree, capture_output=True, text=True)
-    result["checkpatch"] = (cp.stdout + cp.stderr).strip()
-    result["checkpatch_status"] = cp.returncode
-    return result
+    return cp.returncode, (cp.stdout + cp.stderr).strip()
 
 
 def _build(out: Path) -> dict:

@@ -29,3 +29,33 @@ def test_patch_applies_without_fuzz_is_checkpatch_clean_and_builds(verdicts, pat
         f"scripts/checkpatch.pl --strict on {patch}:\n{r['checkpatch']}")
     assert r["builds"], (f"the kernel does not build with {patch} and the patches before "
                          f"it:\n{r.get('build_error')}")
+
+
+BAD_PATCH = """From: Rig Test <rig@example.org>
+Subject: [PATCH] printk: a patch with style problems
+
+Signed-off-by: Rig Test <rig@example.org>
+---
+ kernel/printk/printk.c | 1 +
+ 1 file changed, 1 insertion(+)
+
+diff --git a/kernel/printk/printk.c b/kernel/printk/printk.c
+--- a/kernel/printk/printk.c
++++ b/kernel/printk/printk.c
+@@ -1,3 +1,4 @@
+ // SPDX-License-Identifier: GPL-2.0-only
++int  x = 1 ;   
+ /*
+  *  linux/kernel/printk.c
+"""
+
+
+def test_checkpatch_check_can_fail(tmp_path):
+    """The check reads the tree's own checkpatch.pl: a bad patch must be reported."""
+    from rig.build import artifacts
+    from rig.build.series_check import run_checkpatch
+    src = artifacts.kernel("vanilla").path("source_dir")
+    patch = tmp_path / "bad.patch"
+    patch.write_text(BAD_PATCH)
+    status, report = run_checkpatch(src, patch)
+    assert status != 0 and "trailing whitespace" in report, report
