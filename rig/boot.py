@@ -11,11 +11,11 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Dict, Optional
+from typing import IO, Dict, Optional, Tuple
 
 from rig import logparse, paths
 from rig.build import artifacts
-from rig.machine import BootResult, Machine, default_phases
+from rig.machine import BootResult, Machine, Phase, default_phases
 from rig.qemu_argv import MachineConfig
 
 _counter = itertools.count()
@@ -32,6 +32,9 @@ class BootRequest:
     baud_model: bool = True
     uart_props: Dict[str, str] = field(default_factory=dict)   # e.g. an NMI trigger
     init_timeout_s: float = 60.0
+    # (console regex, QMP command, arguments): once the console shows the
+    # pattern, send the command, e.g. (rb"spins", "inject-nmi", {}).
+    qmp_when: Optional[Tuple[bytes, str, Dict]] = None
     name: str = "boot"
     run_dir: Optional[Path] = None
 
@@ -66,7 +69,15 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
                         deterministic=req.deterministic, baud_model=req.baud_model,
                         uart_props=req.uart_props)
     slow = 4.0 if req.deterministic else 1.0
-    with Machine(cfg, default_phases(req.init_timeout_s, slow), live=live) as m:
+    phases, on_phase = default_phases(req.init_timeout_s, slow), None
+    if req.qmp_when is not None:
+        pattern, command, arguments = req.qmp_when
+        phases.insert(2, Phase("qmp trigger", pattern, req.init_timeout_s * slow))
+
+        def on_phase(m, name):
+            if name == "qmp trigger":
+                m.qmp.execute(command, arguments or None)
+    with Machine(cfg, phases, live=live, on_phase=on_phase) as m:
         result = m.run()
     result.summary = {
         "name": req.name,

@@ -7,45 +7,18 @@ The catalogue's scenarios (S2-S17) build on these; here each feature of
 kernel-patches/ is shown to exist and to be switchable.
 """
 import re
-from dataclasses import dataclass
-from typing import List
 
 import pytest
 
-from rig import logparse, sidechannel, uartlog
 from rig.boot import BootRequest
-from rig.rigprintk import (MARK_AFTER, MARK_BEFORE, MARK_RUN_BEGIN, Tag, cmdline, mask,
-                          parse_tag, stats)
+from rig.evidence import Evidence
+from rig.properties import assert_deferred, assert_ier_restored, assert_immediate, single
+from rig.rigprintk import cmdline, mask, parse_tag, stats
 
 pytestmark = pytest.mark.boots
 
 # The patched console prefix: "[    1.234567] 001: ".
 CPU_FIELD_RE = r"^\[\s*\d+\.\d{6}\] \d{3}: "
-
-
-@dataclass
-class Evidence:
-    """What one boot left behind, parsed."""
-    result: object
-    transcript: logparse.Transcript
-    kmsg: List[logparse.KmsgRecord]
-    side: sidechannel.SideChannel
-    log: uartlog.UartLog
-
-    def tagged(self, scen: str):
-        """(console line, tag) of the module's messages for scen, in console order."""
-        out = []
-        for line in self.transcript.lines:
-            tag = parse_tag(line.text)
-            if tag and tag.scen == scen:
-                out.append((line, tag))
-        return out
-
-    def printk_sysctl(self) -> List[int]:
-        return [int(v) for v in self.side.section("printk-sysctl").split()]
-
-    def where(self) -> str:
-        return f"run directory {self.result.run_dir}"
 
 
 def boot_with(rig_boot, flavor: str, name: str, steps: str, extra: str = "",
@@ -54,45 +27,7 @@ def boot_with(rig_boot, flavor: str, name: str, steps: str, extra: str = "",
                       cmdline=f"rig.steps={steps} {cmdline(scen=name, **module)} {extra}")
     result = rig_boot(req)
     assert result.outcome.cls == "clean", f"{name}: {result.outcome} ({result.run_dir})"
-    side = sidechannel.parse(result.side)
-    kmsg = logparse.parse_kmsg(side.section("kmsg")) if "kmsg" in steps.split(",") else []
-    return Evidence(result, logparse.parse_transcript(result.console), kmsg, side,
-                    uartlog.read(result.run_dir / "uart.log"))
-
-
-def bytes_during_call(ev: Evidence, tag: Tag):
-    """THR records the UART saw between the module's before/after markers of a call."""
-    return [r for r in uartlog.between_markers(ev.log, tag.marker(MARK_BEFORE),
-                                               tag.marker(MARK_AFTER)) if r.reg == "THR"]
-
-
-def assert_immediate(ev: Evidence, line, tag: Tag):
-    """Every byte of the line (and its CRLF) went out during the printk() call,
-    written by the calling CPU."""
-    during = bytes_during_call(ev, tag)
-    wire = (line.raw + "\r\n").encode()
-    written = bytes(r.value for r in during)
-    assert wire in written, (
-        f"emergency line not written during its printk() call: {line.raw!r}; "
-        f"{len(written)} bytes went out between the markers ({ev.where()})")
-    start = written.index(wire)
-    cpus = {r.cpu for r in during[start:start + len(wire)]}
-    assert cpus == {tag.cpu}, (f"the line's bytes came from vCPUs {cpus}, the caller was "
-                               f"CPU {tag.cpu} ({ev.where()})")
-
-
-def assert_deferred(ev: Evidence, line, tag: Tag):
-    written = bytes(r.value for r in bytes_during_call(ev, tag))
-    assert (line.raw + "\r\n").encode() not in written, (
-        f"line written during its printk() call although it is not an emergency: "
-        f"{line.raw!r} ({ev.where()})")
-    assert line in ev.transcript.lines
-
-
-def single(ev: Evidence, scen: str):
-    found = ev.tagged(scen)
-    assert len(found) == 1, f"expected one tagged line of {scen}, found {len(found)} ({ev.where()})"
-    return found[0]
+    return Evidence.of(result)
 
 
 # --- CPU-ID tagging ------------------------------------------------------------
@@ -174,25 +109,6 @@ def test_nmi_error_reaches_the_wire_ahead_of_the_backlog(rig_boot):
     assert flood == list(range(FLOOD)), (
         f"flood records lost or doubled on the console: {len(flood)} lines, "
         f"{len(set(flood))} distinct ({ev.where()})")
-
-
-def assert_ier_restored(ev: Evidence):
-    """Console writes clear IER and restore what they found, however they nest:
-    from the run's start on, IER is only ever 0 or the value it had before,
-    and it ends with that value."""
-    recs = ev.log.records
-    begin = next(i for i, r in enumerate(recs) if r.reg == "MARKER" and r.value == MARK_RUN_BEGIN)
-    # The run may begin in the middle of a console write, with IER cleared:
-    # the port's own value is the last non-zero one restored before.
-    before = [r.value for r in recs[:begin] if r.reg == "IER" and not r.is_read and r.value]
-    v0 = before[-1] if before else 0
-    during = [r for r in recs[begin:] if r.reg == "IER" and not r.is_read]
-    odd = [r for r in during if r.value not in (0, v0)]
-    assert not odd, (f"IER {odd[0].value:#04x} written at log record {odd[0].seq} by vCPU "
-                     f"{odd[0].cpu}; before the run it was {v0:#04x} ({ev.where()})")
-    assert during and during[-1].value == v0, (
-        f"IER {v0:#04x} before the console writes, {during[-1].value:#04x} after "
-        f"(log record {during[-1].seq}) ({ev.where()})")
 
 
 def test_vanilla_runs_the_module_and_prints_in_the_callers_context(rig_boot):

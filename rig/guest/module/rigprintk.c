@@ -25,7 +25,8 @@
  *   rigprintk: stat scen=S kind=K calls=N p50_ns=.. p99_ns=.. p999_ns=.. max_ns=..
  *
  * Markers (32-bit writes to the UART's marker port) are
- *   MARK_RUN_BEGIN, MARK_RUN_END, and (phase << 28 | ctx << 24 | seq) with
+ *   MARK_RUN_BEGIN, MARK_RUN_END, MARK_SPIN_BEGIN/END (written by the spinning
+ *   CPU with interrupts off), and (phase << 28 | ctx << 24 | seq) with
  *   phase 1 before and 2 after a tagged printk() call, ctx 0 task, 1 irq,
  *   2 nmi; the vCPU is in the log record itself.
  */
@@ -53,6 +54,8 @@
 #define MARKER_PORT		0x4f0
 #define MARK_RUN_BEGIN		0x30000000
 #define MARK_RUN_END		0x40000000
+#define MARK_SPIN_BEGIN		0x50000000
+#define MARK_SPIN_END		0x60000000
 #define MARK_BEFORE		1
 #define MARK_AFTER		2
 
@@ -121,6 +124,14 @@ static bool unknown_nmi;
 module_param(unknown_nmi, bool, 0644);
 MODULE_PARM_DESC(unknown_nmi, "print tagged messages for NMIs nobody claims (QMP inject-nmi, UART trigger)");
 
+static unsigned long unknown_nmi_cpus = ~0UL;
+module_param(unknown_nmi_cpus, ulong, 0644);
+MODULE_PARM_DESC(unknown_nmi_cpus, "CPUs on which those NMIs print (others only claim them)");
+
+static int printer_cpu = -1;
+module_param(printer_cpu, int, 0644);
+MODULE_PARM_DESC(printer_cpu, "pin the consoles' printer threads to this CPU during the run (-1: no)");
+
 static int spin_cpu = -1;
 module_param(spin_cpu, int, 0644);
 MODULE_PARM_DESC(spin_cpu, "CPU that spins with interrupts off during the run (-1: none)");
@@ -166,10 +177,16 @@ struct timing {
 static struct timing task_timing, nmi_timing;
 static char pad[1024];
 
+/* Markers of the run and the spin are always written; per-call ones on request. */
+static void mark_always(u32 value)
+{
+	outl(value, MARKER_PORT);
+}
+
 static void mark(u32 value)
 {
 	if (markers)
-		outl(value, MARKER_PORT);
+		mark_always(value);
 }
 
 static enum rig_ctx current_ctx(void)
@@ -338,8 +355,12 @@ static int rig_nmi_local(unsigned int type, struct pt_regs *regs)
 
 static int rig_nmi_unknown(unsigned int type, struct pt_regs *regs)
 {
+	unsigned int cpu = smp_processor_id();
+
 	if (!unknown_nmi)
 		return NMI_DONE;
+	if (cpu >= BITS_PER_LONG || !(unknown_nmi_cpus & BIT(cpu)))
+		return NMI_HANDLED;
 	nmi_print();
 	atomic_inc(&nmis_seen);
 	return NMI_HANDLED;
@@ -381,11 +402,13 @@ static int spin_fn(void *unused)
 
 	local_irq_disable();
 	complete(&spin_started);
+	mark_always(MARK_SPIN_BEGIN);
 	end = local_clock() + (u64)spin_ms * NSEC_PER_MSEC;
 	while (local_clock() < end) {
 		touch_nmi_watchdog();
 		cpu_relax();
 	}
+	mark_always(MARK_SPIN_END);
 	local_irq_enable();
 	complete(&spin_done);
 	return 0;
@@ -502,6 +525,26 @@ static const struct file_operations conlog_fops = {
 
 static struct dentry *debug_dir;
 
+/* ---- pinning the printer threads ------------------------------------------------ */
+
+/* nbcon consoles have a printer thread each; the legacy ones share one. */
+static void pin_printers(int cpu)
+{
+	struct console *con;
+	int cookie;
+
+	if (cpu < 0 || !cpu_online(cpu))
+		return;
+	cookie = console_srcu_read_lock();
+	for_each_console_srcu(con) {
+#ifdef CONFIG_PRINTK
+		if (con->kthread)
+			set_cpus_allowed_ptr(con->kthread, cpumask_of(cpu));
+#endif
+	}
+	console_srcu_read_unlock(cookie);
+}
+
 /* ---- flushing every console ----------------------------------------------------- */
 
 /*
@@ -544,7 +587,7 @@ static int do_run(void)
 {
 	int floods, spinning, ret;
 
-	mark(MARK_RUN_BEGIN);
+	mark_always(MARK_RUN_BEGIN);
 	pr_info("rigprintk: scen=%s run begin\n", scen);
 
 	if (timing_init(&nmi_timing, 4096))
@@ -555,8 +598,7 @@ static int do_run(void)
 			return -ENOMEM;
 		register_console(&rig_console);
 	}
-	if (single_level < 8)
-		tagged_printk(single_level, 0, NULL);
+	pin_printers(printer_cpu);
 
 	floods = floods_start();
 	if (floods < 0)
@@ -565,6 +607,10 @@ static int do_run(void)
 		wait_for_completion(&floods_done);
 	else if (floods && flood_backlog_ms)
 		msleep(flood_backlog_ms);
+
+	/* After the floods started: with flood_wait=0, while they queue. */
+	if (single_level < 8)
+		tagged_printk(single_level, 0, NULL);
 
 	spinning = spin_start();
 	if (spinning < 0)
@@ -585,7 +631,7 @@ static int do_run(void)
 	timing_free(&task_timing);
 	timing_free(&nmi_timing);
 	pr_info("rigprintk: scen=%s run end\n", scen);
-	mark(MARK_RUN_END);
+	mark_always(MARK_RUN_END);
 	return 0;
 }
 

@@ -1,0 +1,56 @@
+"""One boot's evidence, parsed: the transcript, the /dev/kmsg dump and the
+other side-channel sections, the UART register log and the wire lines cut
+from it, and the test module's tagged messages. Scenarios assert on this."""
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from rig import logparse, sidechannel, uartlog
+from rig.machine import BootResult
+from rig.rigprintk import MARK_AFTER, MARK_BEFORE, Tag, parse_tag
+from rig.wire import WireLine, find_line, wire_lines
+
+
+@dataclass
+class Evidence:
+    result: BootResult
+    transcript: logparse.Transcript
+    side: sidechannel.SideChannel
+    log: uartlog.UartLog
+    kmsg: List[logparse.KmsgRecord] = field(default_factory=list)
+    _wire: Optional[List[WireLine]] = None
+
+    @classmethod
+    def of(cls, result: BootResult) -> "Evidence":
+        side = sidechannel.parse(result.side)
+        kmsg = logparse.parse_kmsg(side.section("kmsg")) if "kmsg" in side.sections else []
+        return cls(result, logparse.parse_transcript(result.console), side,
+                   uartlog.read(result.run_dir / "uart.log"), kmsg)
+
+    @property
+    def wire(self) -> List[WireLine]:
+        if self._wire is None:
+            self._wire = wire_lines(self.log)
+        return self._wire
+
+    def where(self) -> str:
+        return f"run directory {self.result.run_dir}"
+
+    def tagged(self, scen: str) -> List[Tuple[logparse.ConsoleLine, Tag]]:
+        """(console line, tag) of the module's messages for scen, in console order."""
+        out = []
+        for line in self.transcript.lines:
+            tag = parse_tag(line.text)
+            if tag and tag.scen == scen:
+                out.append((line, tag))
+        return out
+
+    def printk_sysctl(self) -> List[int]:
+        return [int(v) for v in self.side.section("printk-sysctl").split()]
+
+    def during_call(self, tag: Tag) -> List[uartlog.Record]:
+        """THR records between the module's before/after markers of one call."""
+        return [r for r in uartlog.between_markers(self.log, tag.marker(MARK_BEFORE),
+                                                   tag.marker(MARK_AFTER)) if r.reg == "THR"]
+
+    def wire_line_of(self, line: logparse.ConsoleLine) -> Optional[WireLine]:
+        return find_line(self.wire, line.raw)

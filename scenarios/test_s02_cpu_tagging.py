@@ -1,0 +1,38 @@
+"""S2 CPU-ID tagging: every console line carries the CPU field after the
+timestamp; /dev/kmsg headers carry it; a tagged module message's field equals
+the CPU the module recorded; an emergency line's field equals the vCPU that
+wrote its bytes to THR.
+
+Vanilla 6.12 has no CPU field: the test must fail there (strict xfail)."""
+import re
+
+import pytest
+
+from rig.wire import foreign_byte
+
+pytestmark = [pytest.mark.boots, pytest.mark.cpuid]
+
+CPU_FIELD = re.compile(r"^\[\s*\d+\.\d{6}\] \d{3}: ")
+
+
+def test_s2_cpu_field(rig_run, flavor, lacks):
+    lacks("vanilla", "no CPU field in console lines or /dev/kmsg (seed: add processor number)")
+    ev = rig_run(flavor, "S2", "run,kmsg", flood_count=30, flood_emerg_every=5, flood_len=20)
+    lines = [ln for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
+    bad = [ln for ln in lines if not CPU_FIELD.match(ln.raw)]
+    assert not bad, (f"console line {bad[0].lineno} has no CPU field: {bad[0].raw[:80]!r} "
+                     f"({len(bad)} of {len(lines)}; {ev.where()})")
+    bad = [r for r in ev.kmsg if not (r.extra and r.extra[0].isdigit())]
+    assert not bad, f"/dev/kmsg record seq {bad[0].seq} has no CPU header field ({ev.where()})"
+    tagged = ev.tagged("S2")
+    assert len(tagged) == 60, f"{len(tagged)} of 60 tagged lines on the console ({ev.where()})"
+    for line, tag in tagged:
+        assert line.cpu == tag.cpu, (f"line {line.lineno} says CPU {line.cpu}, the module "
+                                     f"printed it on CPU {tag.cpu}: {line.raw!r}")
+        if tag.level < 5:
+            wl = ev.wire_line_of(line)
+            assert wl is not None, f"emergency line {line.raw!r} not found whole on the wire"
+            stray = foreign_byte(wl, line.cpu)
+            assert stray is None, (
+                f"emergency line from cpu{line.cpu} has a byte from vCPU {stray.cpu} at log "
+                f"record {stray.seq}: {line.raw!r} ({ev.where()})")

@@ -1,0 +1,34 @@
+"""S6 host NMI on a wedged CPU: while CPU 0 spins with interrupts off, the
+host injects an NMI over QMP (QEMU delivers it through LINT1, which Linux
+wires as NMI on the boot CPU only); the NMI handler's message is on the wire
+while CPU 0 still spins: its bytes are written by vCPU 0 before the spin-end
+marker that vCPU 0 writes when it stops spinning.
+
+Vanilla defers a printk() from NMI context to irq_work, which cannot run on
+a CPU with interrupts off, so the message waits for the spin to end."""
+import pytest
+
+from rig.rigprintk import MARK_SPIN_BEGIN, MARK_SPIN_END, mask
+from rig.wire import marker
+
+pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.emergency]
+
+WEDGED = 0
+
+
+def test_s6_nmi_message_on_the_wire_while_the_cpu_spins(rig_run, flavor, lacks):
+    lacks("vanilla", "printk() in NMI is deferred to irq_work (no atomic console)")
+    ev = rig_run(flavor, "S6", "run", spin_cpu=WEDGED, spin_ms=1500, unknown_nmi=True,
+                 unknown_nmi_cpus=mask([WEDGED]), nmi_level=3,
+                 qmp_when=(rb"cpu 0 spins with interrupts off", "inject-nmi", {}))
+    nmi = [(ln, t) for ln, t in ev.tagged("S6") if t.ctx == "nmi"]
+    assert len(nmi) == 1 and nmi[0][1].cpu == WEDGED, f"NMI lines: {nmi} ({ev.where()})"
+    begin, end = marker(ev.log, MARK_SPIN_BEGIN), marker(ev.log, MARK_SPIN_END)
+    assert begin and end and begin.cpu == end.cpu == WEDGED, "no spin markers from the CPU"
+    wl = ev.wire_line_of(nmi[0][0])
+    assert wl is not None, f"NMI line not found whole on the wire ({ev.where()})"
+    assert wl.last.seq < end.seq, (
+        f"NMI line's last byte at log record {wl.last.seq} "
+        f"({(wl.last.vtime_ns - end.vtime_ns) / 1e6:+.1f} ms from the spin's end): "
+        f"it waited for the CPU to enable interrupts ({ev.where()})")
+    assert wl.body_cpus == {WEDGED}, f"NMI line written by vCPUs {wl.body_cpus}"

@@ -1,0 +1,40 @@
+"""S7 NMI in the middle of a line: the instrumented UART fires an NMI at
+vCPU 1 right after byte 40 of a flood line that the printer thread (pinned to
+CPU 0) is writing. The wire shows the partial line, a newline, the complete
+emergency line with CPU field 1, then the interrupted record printed whole
+(after nbcon's replay line); IER holds its old value once both are done.
+
+Vanilla defers the NMI's printk(): the interrupted line completes first."""
+import pytest
+
+from rig.properties import assert_ier_restored
+from rig.rigprintk import mask
+
+pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.emergency]
+
+VICTIM = "rigprintk: scen=S7 cpu=0 ctx=task seq=5 "
+OFFSET = 40
+
+
+def test_s7_emergency_line_interrupts_a_line(rig_run, flavor, lacks):
+    lacks("vanilla", "printk() in NMI is deferred: no emergency line in mid-line")
+    ev = rig_run(flavor, "S7", "run", flood_count=10, flood_cpus=mask([0]), flood_len=120,
+                 printer_cpu=0, unknown_nmi=True, unknown_nmi_cpus=mask([1]), nmi_level=3,
+                 uart_props={"nmi-pattern": VICTIM, "nmi-pattern-offset": str(OFFSET),
+                             "nmi-cpu": "1"})
+    fired = [r for r in ev.log.records if r.reg == "NMI"]
+    assert len(fired) == 1, f"the UART fired {len(fired)} NMIs ({ev.where()})"
+    nmi = [(ln, t) for ln, t in ev.tagged("S7") if t.ctx == "nmi"]
+    assert len(nmi) == 1 and nmi[0][0].cpu == 1, f"NMI lines {nmi} ({ev.where()})"
+    pairs = [(frag, whole) for frag, whole in ev.transcript.interrupted if VICTIM in whole.raw]
+    assert pairs, (f"no interrupted fragment of the victim line followed by its replay "
+                   f"({ev.where()})")
+    frag, whole = pairs[0]
+    assert frag.lineno < nmi[0][0].lineno < whole.lineno, (
+        f"order on the console: fragment line {frag.lineno}, emergency line "
+        f"{nmi[0][0].lineno}, whole line {whole.lineno} ({ev.where()})")
+    assert len(frag.raw) < len(whole.raw), "the fragment is the whole line"
+    wl = ev.wire_line_of(nmi[0][0])
+    assert wl is not None and wl.body_cpus == {1}, (
+        f"emergency line not written whole by vCPU 1 ({ev.where()})")
+    assert_ier_restored(ev)
