@@ -24,9 +24,10 @@ def rig_run(rig_boot):
     """Boot flavor with rig-init steps and test module parameters; the run must
     end cleanly (unless expect says otherwise); returns the parsed Evidence."""
     def run(flavor: str, name: str, steps: str, extra: str = "", expect: str = "clean",
-            smp: int = 2, uart_props=None, qmp_when=None, **module) -> Evidence:
+            smp: int = 2, uart_props=None, qmp_when=None, baud_model: bool = True,
+            **module) -> Evidence:
         req = BootRequest(flavor=flavor, name=name, smp=smp, uart_props=uart_props or {},
-                          qmp_when=qmp_when,
+                          qmp_when=qmp_when, baud_model=baud_model,
                           cmdline=f"rig.steps={steps} {cmdline(scen=name, **module)} {extra}")
         result = rig_boot(req)
         assert result.outcome.cls == expect, (f"{name} on {flavor}: {result.outcome.cls}, "

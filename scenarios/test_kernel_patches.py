@@ -1,25 +1,16 @@
-"""The patched kernel's seed features, shown on real boots with the test module:
-CPU-ID tagging, emergency messages and their loglevel controls, emergency
-output from NMI while the printer thread has a backlog, and timestamps taken
-at the call. Vanilla runs the same module and shows what it does instead.
-
-The catalogue's scenarios (S2-S17) build on these; here each feature of
-kernel-patches/ is shown to exist and to be switchable.
-"""
-import re
-
+"""The patched kernel's features that the catalogue does not cover on its
+own: emergency output from NMI while the printer thread has a backlog (with
+IER across the takeover) and timestamps taken at the call under
+printk_delay. Vanilla runs the same module and shows what it does instead.
+CPU tagging and the emergency loglevel controls are S2 and S15."""
 import pytest
 
 from rig.boot import BootRequest
 from rig.evidence import Evidence
-from rig.properties import assert_deferred, assert_ier_restored, assert_immediate, single
+from rig.properties import assert_ier_restored, assert_immediate
 from rig.rigprintk import cmdline, mask, parse_tag, stats
 
 pytestmark = pytest.mark.boots
-
-# The patched console prefix: "[    1.234567] 001: ".
-CPU_FIELD_RE = r"^\[\s*\d+\.\d{6}\] \d{3}: "
-
 
 def boot_with(rig_boot, flavor: str, name: str, steps: str, extra: str = "",
               **module) -> Evidence:
@@ -28,59 +19,6 @@ def boot_with(rig_boot, flavor: str, name: str, steps: str, extra: str = "",
     result = rig_boot(req)
     assert result.outcome.cls == "clean", f"{name}: {result.outcome} ({result.run_dir})"
     return Evidence.of(result)
-
-
-# --- CPU-ID tagging ------------------------------------------------------------
-
-def test_cpu_field_on_console_and_kmsg(rig_boot):
-    ev = boot_with(rig_boot, "patched", "cpuid", "run,kmsg",
-                   flood_count=20, flood_level=6)
-    kernel_lines = [ln for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
-    missing = [ln for ln in kernel_lines if not re.match(CPU_FIELD_RE, ln.raw)]
-    assert not missing, (f"{len(missing)} of {len(kernel_lines)} console lines lack the CPU "
-                         f"field, first: line {missing[0].lineno}: {missing[0].raw!r} "
-                         f"({ev.where()})")
-    bad = [r for r in ev.kmsg if not r.extra or not r.extra[0].isdigit()]
-    assert not bad, (f"{len(bad)} /dev/kmsg records without the CPU as fifth header field, "
-                     f"first seq {bad[0].seq} ({ev.where()})")
-    tagged = ev.tagged("cpuid")
-    assert len(tagged) == 2 * 20, f"expected 40 flood lines, got {len(tagged)} ({ev.where()})"
-    wrong = [(ln.raw, t.cpu) for ln, t in tagged if ln.cpu != t.cpu]
-    assert not wrong, f"CPU field differs from the CPU the module recorded: {wrong[:3]}"
-    by_seq = {r.seq: r for r in ev.kmsg}
-    kmsg_tagged = [r for r in by_seq.values() if parse_tag(r.text)]
-    wrong = [r.seq for r in kmsg_tagged if int(r.extra[0]) != parse_tag(r.text).cpu]
-    assert not wrong, f"/dev/kmsg CPU field differs from the module's CPU: seqs {wrong[:5]}"
-
-
-# --- emergency messages and their threshold ------------------------------------
-
-def test_emergency_message_is_written_during_the_call(rig_boot):
-    ev = boot_with(rig_boot, "patched", "emerg-default", "printk,run",
-                   single_level=3, markers=True)
-    assert ev.printk_sysctl()[4] == 5, f"/proc/sys/kernel/printk: {ev.printk_sysctl()}"
-    assert_immediate(ev, *single(ev, "emerg-default"))
-
-
-def test_emergency_loglevel_boot_parameter_moves_the_threshold(rig_boot):
-    ev = boot_with(rig_boot, "patched", "emerg-param", "printk,run",
-                   extra="emergency_loglevel=3", single_level=3, markers=True)
-    assert ev.printk_sysctl()[4] == 3, f"/proc/sys/kernel/printk: {ev.printk_sysctl()}"
-    assert_deferred(ev, *single(ev, "emerg-param"))
-
-
-def test_printk_sysctl_fifth_field_moves_the_threshold(rig_boot):
-    # Raise it to 8: even INFO becomes an emergency message.
-    ev = boot_with(rig_boot, "patched", "emerg-sysctl", "printk,run",
-                   extra="rig.printk=7:4:1:7:8", single_level=6, markers=True)
-    assert ev.printk_sysctl() == [7, 4, 1, 7, 8], f"/proc/sys/kernel/printk: {ev.printk_sysctl()}"
-    assert_immediate(ev, *single(ev, "emerg-sysctl"))
-
-
-def test_info_message_is_left_to_the_printer_thread(rig_boot):
-    ev = boot_with(rig_boot, "patched", "info-thread", "run",
-                   single_level=6, markers=True)
-    assert_deferred(ev, *single(ev, "info-thread"))
 
 
 # --- emergency output from NMI while the printer has a backlog -----------------

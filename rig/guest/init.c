@@ -391,10 +391,16 @@ static int step_run(void)
 	return 0;
 }
 
+static void flush_consoles(void);
+
 static int step_conlog(void)
 {
 	static char log[512 * 1024];
-	ssize_t n = read_file("/sys/kernel/debug/rigprintk/console", log, sizeof(log));
+	ssize_t n;
+
+	/* The late console may print from a thread: let it catch up first. */
+	flush_consoles();
+	n = read_file("/sys/kernel/debug/rigprintk/console", log, sizeof(log));
 
 	if (n < 0) {
 		say("step conlog: %s", strerror(errno));

@@ -150,7 +150,7 @@ MODULE_PARM_DESC(crash_cpu, "CPU for the NMI crash (-1: the last online CPU)");
 
 static bool late_console;
 module_param(late_console, bool, 0644);
-MODULE_PARM_DESC(late_console, "register a test console at run (it receives the history)");
+MODULE_PARM_DESC(late_console, "register a test console at the end of the run (it receives the history)");
 
 static bool markers;
 module_param(markers, bool, 0644);
@@ -592,12 +592,6 @@ static int do_run(void)
 
 	if (timing_init(&nmi_timing, 4096))
 		return -ENOMEM;
-	if (late_console && !conlog) {
-		conlog = vzalloc(CONLOG_SIZE);
-		if (!conlog)
-			return -ENOMEM;
-		register_console(&rig_console);
-	}
 	pin_printers(printer_cpu);
 
 	floods = floods_start();
@@ -621,10 +615,20 @@ static int do_run(void)
 	if (ret)
 		return ret;
 
-	if (spinning)
+	if (spinning) {
 		wait_for_completion(&spin_done);
+		pr_info("rigprintk: scen=%s cpu %d spin done\n", scen, spin_cpu);
+	}
 	if (floods && !flood_wait)
 		wait_for_completion(&floods_done);
+
+	/* Last, so that it gets the history of everything above. */
+	if (late_console && !conlog) {
+		conlog = vzalloc(CONLOG_SIZE);
+		if (!conlog)
+			return -ENOMEM;
+		register_console(&rig_console);
+	}
 
 	timing_report(&task_timing, "flood");
 	timing_report(&nmi_timing, "nmi");
