@@ -11,10 +11,10 @@ PACKAGES := \
 	linux-source-6.12 \
 	dpkg-dev ninja-build meson pkg-config libglib2.0-dev libpixman-1-dev libfdt-dev zlib1g-dev \
 	seabios qemu-system-data \
-	busybox-static \
+	busybox-static util-linux \
 	python3 python3-pytest python3-pexpect python3-pytest-xdist
 
-.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check clean clean-cache
+.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check clean clean-cache
 
 help:
 	@echo "make demo        boot the patched kernel, print the transcript and a verdict"
@@ -23,6 +23,7 @@ help:
 	@echo "make deps        install missing Debian packages (apt-get, via sudo if not root)"
 	@echo "make kernel | qemu | initramfs | build   build what is not in the cache"
 	@echo "make series-check  apply, checkpatch --strict and build kernel-patches/ patch by patch"
+	@echo "make flake-check   run the scenarios 5 times, fail if any verdict changes"
 	@echo "make clean       remove run directories;  make clean-cache  remove the build cache"
 
 deps:
@@ -39,6 +40,9 @@ initramfs: deps
 
 series-check: deps
 	@$(RIG) build series-check
+
+flake-check: build
+	@$(RIG) flakes --runs 5 -- scenarios $(PYTEST_ARGS)
 
 build: deps
 	@$(RIG) build kernel qemu initramfs

@@ -73,6 +73,12 @@ def cmd_boot(args) -> int:
     return 0 if ok else 1
 
 
+def cmd_flakes(args) -> int:
+    from rig import flakes
+    extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    return flakes.main(args.runs, paths.runs_root() / "flakes", extra or ["scenarios"])
+
+
 def cmd_run(args) -> int:
     """Run one scenario file of scenarios/ through pytest."""
     name = args.scenario
@@ -133,6 +139,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("pytest_args", nargs=argparse.REMAINDER,
                    help="further pytest arguments, after --")
     r.set_defaults(func=cmd_run)
+
+    f = sub.add_parser("flakes", help="run scenarios N times and compare verdicts",
+                       description="Run pytest on the scenarios N times in a row; exit 1 if "
+                                   "any test's verdict differs between runs.")
+    f.add_argument("--runs", type=int, default=5)
+    f.add_argument("pytest_args", nargs=argparse.REMAINDER,
+                   help="pytest arguments after -- (default: scenarios)")
+    f.set_defaults(func=cmd_flakes)
     return p
 
 

@@ -25,9 +25,10 @@ def rig_run(rig_boot):
     end cleanly (unless expect says otherwise); returns the parsed Evidence."""
     def run(flavor: str, name: str, steps: str, extra: str = "", expect: str = "clean",
             smp: int = 2, uart_props=None, qmp_when=None, baud_model: bool = True,
-            **module) -> Evidence:
+            deterministic: bool = False, **module) -> Evidence:
         req = BootRequest(flavor=flavor, name=name, smp=smp, uart_props=uart_props or {},
                           qmp_when=qmp_when, baud_model=baud_model,
+                          deterministic=deterministic,
                           cmdline=f"rig.steps={steps} {cmdline(scen=name, **module)} {extra}")
         result = rig_boot(req)
         assert result.outcome.cls == expect, (f"{name} on {flavor}: {result.outcome.cls}, "

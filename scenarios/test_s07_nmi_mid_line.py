@@ -4,7 +4,11 @@ CPU 0) is writing. The wire shows the partial line, a newline, the complete
 emergency line with CPU field 1, then the interrupted record printed whole
 (after nbcon's replay line); IER holds its old value once both are done.
 
-Vanilla defers the NMI's printk(): the interrupted line completes first."""
+Vanilla defers the NMI's printk(): the interrupted line completes first.
+
+It runs deterministically (-icount): whether the NMI's CPU gets the console
+between two bytes depends on when each vCPU runs, which host load would
+otherwise decide."""
 import pytest
 
 from rig.properties import assert_ier_restored
@@ -20,6 +24,7 @@ def test_s7_emergency_line_interrupts_a_line(rig_run, flavor, lacks):
     lacks("vanilla", "printk() in NMI is deferred: no emergency line in mid-line")
     ev = rig_run(flavor, "S7", "run", flood_count=10, flood_cpus=mask([0]), flood_len=120,
                  printer_cpu=0, unknown_nmi=True, unknown_nmi_cpus=mask([1]), nmi_level=3,
+                 deterministic=True,
                  uart_props={"nmi-pattern": VICTIM, "nmi-pattern-offset": str(OFFSET),
                              "nmi-cpu": "1"})
     fired = [r for r in ev.log.records if r.reg == "NMI"]

@@ -1,5 +1,7 @@
-"""Guest initramfs: the rig's static init (rig/guest/init.c), busybox and the
-flavor's build of the test module (lib/modules/rigprintk.ko).
+"""Guest initramfs: the rig's static init (rig/guest/init.c), busybox, Debian's
+util-linux dmesg with the shared libraries it links (S16: a real userspace
+client of /dev/kmsg) and the flavor's build of the test module
+(lib/modules/rigprintk.ko).
 
 One archive per kernel flavor, since each carries the module built against
 its own kernel.
@@ -14,16 +16,35 @@ from rig.build.runner import BuildError, run_logged
 
 INIT_SRC = paths.GUEST_SRC / "init.c"
 BUSYBOX = Path("/bin/busybox")
+DMESG = Path("/usr/bin/dmesg")
 BUSYBOX_APPLETS = ["sh", "cat", "ls", "dmesg", "echo", "mount", "sleep", "poweroff"]
 CFLAGS = ["-static", "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11"]
 LAYOUT = "dirs bin dev proc sys tmp lib lib/modules; /dev/console c 5 1; /init; " + \
+    "/usr/bin/dmesg + ldd libraries; " + \
     "/lib/modules/" + MODULE_NAME + "; /bin/busybox + applets " + ",".join(BUSYBOX_APPLETS)
+
+
+def shared_libraries(binary: Path) -> list:
+    """The paths ldd resolves for binary, the dynamic loader included."""
+    out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, check=True).stdout
+    libs = []
+    for line in out.splitlines():
+        parts = line.split()
+        if "=>" in parts and len(parts) >= 3 and parts[2].startswith("/"):
+            libs.append(Path(parts[2]))
+        elif parts and parts[0].startswith("/"):
+            libs.append(Path(parts[0]))
+    return libs
 
 
 def initramfs_inputs(flavor: str) -> dict:
     if not BUSYBOX.is_file():
         raise BuildError(f"{BUSYBOX} is missing: run `make deps` (installs busybox-static)")
+    if not DMESG.is_file():
+        raise BuildError(f"{DMESG} is missing: run `make deps` (installs util-linux)")
     return {
+        "util-linux dmesg": f"{dpkg_version('util-linux')} sha256:{sha256_file(DMESG)} " +
+                            " ".join(f"{p}:{sha256_file(p)[:16]}" for p in shared_libraries(DMESG)),
         "init.c": sha256_file(INIT_SRC),
         "busybox": f"{dpkg_version('busybox-static')} sha256:{sha256_file(BUSYBOX)}",
         "libc": f"libc6-dev {dpkg_version('libc6-dev')}",
@@ -50,12 +71,27 @@ def _build(flavor: str, out: Path) -> dict:
     entries.append(cpio.chardev("dev/console", 5, 1))
     entries.append(cpio.regular("init", init_bin.read_bytes()))
     entries.append(cpio.regular(f"lib/modules/{MODULE_NAME}", module_ko.read_bytes()))
+    entries += dmesg_entries()
     entries.append(cpio.regular("bin/busybox", BUSYBOX.read_bytes()))
     entries += [cpio.symlink(f"bin/{a}", "busybox") for a in BUSYBOX_APPLETS]
     archive = out / "initramfs.cpio"
     archive.write_bytes(cpio.pack(entries))
     return {"initramfs": "initramfs.cpio", "sha256": sha256_file(archive),
             "bytes": archive.stat().st_size, "module_sha256": sha256_file(module_ko)}
+
+
+def dmesg_entries() -> list:
+    """util-linux dmesg and its libraries, each at the path the loader looks for."""
+    files = [DMESG] + shared_libraries(DMESG)
+    dirs = sorted({d for f in files for d in _parents(f)}, key=lambda d: d.count("/"))
+    entries = [cpio.directory(d) for d in dirs if d not in ("lib",)]
+    entries += [cpio.regular(str(f).lstrip("/"), f.read_bytes()) for f in files]
+    return entries
+
+
+def _parents(path: Path):
+    parts = path.parts[1:-1]
+    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
 def build_initramfs(flavor: str, force: bool = False) -> dict:

@@ -25,6 +25,8 @@
  *                            by markers 1 and 2 on the UART's marker port
  *                     run    run the test module's configured actions
  *                     conlog send what the module's late console received
+ *                     dmesg  run util-linux dmesg (/dev/kmsg) and busybox
+ *                            dmesg (syslog(2)), send what they print
  *                     printk set /proc/sys/kernel/printk from rig.printk
  *                            (fields separated by ':') and printk_delay from
  *                            rig.printk_delay (ms), then send the printk content
@@ -437,6 +439,52 @@ static int step_printk(void)
 	return 0;
 }
 
+/* Run argv, send its stdout+stderr as section name and its status as name-status. */
+static int run_capture(const char *name, char *const argv[])
+{
+	static char out[2 << 20];
+	char status[32], section[64];
+	size_t used = 0;
+	int pipefd[2], wstatus = 0;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe(pipefd) != 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(pipefd[1], 1);
+		dup2(pipefd[1], 2);
+		close(pipefd[0]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	while ((n = read(pipefd[0], out + used, sizeof(out) - used)) > 0)
+		used += n;
+	close(pipefd[0]);
+	if (pid < 0 || waitpid(pid, &wstatus, 0) < 0)
+		return -1;
+	side_section(name, out, used);
+	snprintf(status, sizeof(status), "%d\n",
+		 WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus));
+	snprintf(section, sizeof(section), "%s-status", name);
+	side_section(section, status, strlen(status));
+	return 0;
+}
+
+static int step_dmesg(void)
+{
+	char *util[] = { "/usr/bin/dmesg", "--decode", "--nopager", "--color=never", NULL };
+	char *util_raw[] = { "/usr/bin/dmesg", "--raw", "--nopager", NULL };
+	char *bb[] = { "/bin/busybox", "dmesg", NULL };
+
+	if (run_capture("util-dmesg", util) || run_capture("util-dmesg-raw", util_raw) ||
+	    run_capture("busybox-dmesg", bb))
+		return -1;
+	return 0;
+}
+
 /* Wait until every console printed everything (needs the test module). */
 static void flush_consoles(void)
 {
@@ -466,6 +514,8 @@ static int run_step(const char *name)
 		return step_conlog();
 	if (!strcmp(name, "printk"))
 		return step_printk();
+	if (!strcmp(name, "dmesg"))
+		return step_dmesg();
 	say("unknown step '%s'", name);
 	return -1;
 }

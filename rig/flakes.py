@@ -1,0 +1,52 @@
+"""Run the scenarios N times in a row and compare the verdicts test by test:
+a scenario that does not give the same verdict every time is a flake, and a
+flake is a bug of the rig (or of the kernel) to be fixed, not retried."""
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Dict, List
+
+
+def verdicts(junit: Path) -> Dict[str, str]:
+    """test id -> passed, failed, error, skipped or xfailed, from a JUnit XML file."""
+    out = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        test_id = f"{case.get('classname')}::{case.get('name')}"
+        verdict = "passed"
+        for child in case:
+            if child.tag in ("failure", "error"):
+                verdict = "failed" if child.tag == "failure" else "error"
+            elif child.tag == "skipped":
+                verdict = "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
+        out[test_id] = verdict
+    return out
+
+
+def disagreements(runs: List[Dict[str, str]]) -> Dict[str, List[str]]:
+    """Tests whose verdict is not the same in every run (missing counts as 'absent')."""
+    ids = sorted(set().union(*runs)) if runs else []
+    out = {}
+    for test_id in ids:
+        seen = [run.get(test_id, "absent") for run in runs]
+        if len(set(seen)) > 1:
+            out[test_id] = seen
+    return out
+
+
+def main(runs: int, out_dir: Path, pytest_args: List[str]) -> int:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = []
+    for i in range(1, runs + 1):
+        junit = out_dir / f"flakes-{i}.xml"
+        print(f"[flakes] run {i}/{runs}: pytest {' '.join(pytest_args)}", flush=True)
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        f"--junitxml={junit}"] + pytest_args)
+        results.append(verdicts(junit))
+    bad = disagreements(results)
+    for test_id, seen in bad.items():
+        print(f"[flakes] FLAKY {test_id}: {' '.join(seen)}")
+    total = len(set().union(*results))
+    print(f"[flakes] {total} tests, {runs} runs: "
+          f"{'same verdict every time' if not bad else f'{len(bad)} flaky'}")
+    return 1 if bad else 0
