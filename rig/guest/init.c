@@ -27,6 +27,8 @@
  *                     conlog send what the module's late console received
  *                     dmesg  run util-linux dmesg (/dev/kmsg) and busybox
  *                            dmesg (syslog(2)), send what they print
+ *                     kmsgtest / syslogtest  run /bin/kmsgtest (rig/guest/
+ *                            kmsgtest.c) and send what it observed
  *                     printk set /proc/sys/kernel/printk from rig.printk
  *                            (fields separated by ':') and printk_delay from
  *                            rig.printk_delay (ms), then send the printk content
@@ -516,6 +518,16 @@ static int run_step(const char *name)
 		return step_printk();
 	if (!strcmp(name, "dmesg"))
 		return step_dmesg();
+	if (!strcmp(name, "kmsgtest")) {
+		char *argv[] = { "/bin/kmsgtest", NULL };
+
+		return run_capture("kmsgtest", argv);
+	}
+	if (!strcmp(name, "syslogtest")) {
+		char *argv[] = { "/bin/kmsgtest", "syslog", NULL };
+
+		return run_capture("syslogtest", argv);
+	}
 	say("unknown step '%s'", name);
 	return -1;
 }

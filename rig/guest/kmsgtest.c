@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmsgtest: exercise /dev/kmsg and syslog(2) from inside the guest and print
+ * what happened, one "name value..." line per observation. It judges
+ * nothing: the host-side scenarios (S11, S12) compare the observations with
+ * the documented ABI (Documentation/ABI/testing/dev-kmsg, syslog(2)).
+ *
+ * Records it writes carry "kmsgtest:" so that the host can find them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/klog.h>
+#include <unistd.h>
+
+#define REC_MAX 8192
+
+static int kmsg_open(void)
+{
+	return open("/dev/kmsg", O_RDWR | O_NONBLOCK);
+}
+
+static void put(int fd, const char *text)
+{
+	if (write(fd, text, strlen(text)) < 0)
+		printf("write-error %s\n", strerror(errno));
+}
+
+/* Read one record; print it as "tag <len> <errno-name> <record>". */
+static ssize_t get(int fd, const char *tag, size_t size)
+{
+	static char buf[REC_MAX];
+	ssize_t n = read(fd, buf, size);
+
+	if (n < 0) {
+		printf("%s -1 %s\n", tag, errno == EPIPE ? "EPIPE" : errno == EAGAIN ? "EAGAIN" :
+		       errno == EINVAL ? "EINVAL" : strerror(errno));
+		return -errno;
+	}
+	printf("%s %zd OK %.*s", tag, n, (int)n, buf);
+	if (n == 0 || buf[n - 1] != '\n')
+		printf("\n");
+	return n;
+}
+
+static const char *seek_result(int fd, off_t off, int whence)
+{
+	static char r[32];
+
+	if (lseek(fd, off, whence) == (off_t)-1)
+		snprintf(r, sizeof(r), "%s", errno == ESPIPE ? "ESPIPE" :
+			 errno == EINVAL ? "EINVAL" : strerror(errno));
+	else
+		snprintf(r, sizeof(r), "OK");
+	return r;
+}
+
+static int poll_in(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
+static void s11(void)
+{
+	int fd = kmsg_open(), fd2, i;
+	char line[256];
+
+	if (fd < 0) {
+		printf("open-error %s\n", strerror(errno));
+		return;
+	}
+	/* One record per read, escaping, <N> prefixes. */
+	lseek(fd, 0, SEEK_END);
+	put(fd, "<3>kmsgtest: level three\n");
+	put(fd, "<27>kmsgtest: daemon err\n");
+	put(fd, "kmsgtest: no prefix\n");
+	put(fd, "<6>kmsgtest: ctl\001 back\\slash\n");
+	for (i = 0; i < 4; i++)
+		get(fd, "record", REC_MAX);
+	get(fd, "after-last", REC_MAX);
+
+	/* A too-small buffer: EINVAL, and the record is still there. */
+	put(fd, "<6>kmsgtest: small buffer\n");
+	get(fd, "small", 8);
+	get(fd, "small-retry", REC_MAX);
+
+	/* poll(): readable when a record waits, not after SEEK_END. */
+	put(fd, "<6>kmsgtest: poll\n");
+	printf("poll-pending %d\n", poll_in(fd));
+	lseek(fd, 0, SEEK_END);
+	printf("poll-at-end %d\n", poll_in(fd));
+
+	/* Seeks: offset 0 only; SEEK_CUR not supported. */
+	printf("seek-set-nonzero %s\n", seek_result(fd, 5, SEEK_SET));
+	printf("seek-cur %s\n", seek_result(fd, 0, SEEK_CUR));
+	printf("seek-set %s\n", seek_result(fd, 0, SEEK_SET));
+	get(fd, "first", REC_MAX);
+	put(fd, "<6>kmsgtest: before clear\n");
+	printf("syslog-clear %d\n", klogctl(5, NULL, 0));
+	put(fd, "<6>kmsgtest: after clear\n");
+	printf("seek-data %s\n", seek_result(fd, 0, SEEK_DATA));
+	get(fd, "data", REC_MAX);
+	printf("seek-end %s\n", seek_result(fd, 0, SEEK_END));
+	get(fd, "end", REC_MAX);
+
+	/* Overrun: a reader left behind gets EPIPE once, then the oldest record. */
+	fd2 = kmsg_open();
+	lseek(fd2, 0, SEEK_SET);
+	get(fd2, "overrun-first", REC_MAX);
+	for (i = 0; i < 4000; i++) {
+		snprintf(line, sizeof(line), "<7>kmsgtest: overrun %d %0100d\n", i, 0);
+		put(fd, line);
+	}
+	get(fd2, "overrun", REC_MAX);
+	get(fd2, "overrun-next", REC_MAX);
+	close(fd2);
+	close(fd);
+}
+
+static void s12(void)
+{
+	static char buf[1 << 20];
+	int n;
+
+	printf("size-buffer %d\n", klogctl(10, NULL, 0));
+	printf("size-unread %d\n", klogctl(9, NULL, 0));
+	n = klogctl(3, buf, sizeof(buf));
+	printf("read-all %d\n", n);
+	if (n > 0)
+		fwrite(buf, 1, n, stdout);
+	printf("\nread-all-end\n");
+	n = klogctl(4, buf, sizeof(buf));
+	printf("read-clear %d\n", n);
+	printf("read-all-after-clear %d\n", klogctl(3, buf, sizeof(buf)));
+	printf("size-unread-end %d\n", klogctl(9, NULL, 0));
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+	if (argc > 1 && !strcmp(argv[1], "syslog"))
+		s12();
+	else
+		s11();
+	return 0;
+}
