@@ -6,6 +6,9 @@ def pytest_addoption(parser):
     group = parser.getgroup("printk-rig")
     group.addoption("--flavor", action="append", choices=paths.FLAVORS,
                     help="kernel flavor(s) to run scenarios on (default: both)")
+    group.addoption("--keep-runs", action="store_true",
+                    help="keep the run directories of passing scenarios too (failing ones "
+                         "are always kept)")
 
 
 def pytest_generate_tests(metafunc):

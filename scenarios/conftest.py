@@ -1,6 +1,8 @@
 """Fixtures for scenarios: boot a flavor, keep the run directory, name it on
 failure; boot with the test module and parse the evidence; and say what a
 flavor is expected to lack."""
+import shutil
+
 import pytest
 
 from rig.boot import BootRequest, boot
@@ -8,15 +10,33 @@ from rig.evidence import Evidence
 from rig.rigprintk import cmdline
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        item.rig_call_report = report
+
+
 @pytest.fixture
 def rig_boot(request):
-    """Boot with a BootRequest; the run directory goes into the test report."""
+    """Boot with a BootRequest; the run directory goes into the test report.
+    A passing test's run directories are removed unless --keep-runs is given;
+    a failing (or xfailing) test keeps them."""
+    dirs = []
+
     def run(req: BootRequest):
         result = boot(req)
+        dirs.append(result.run_dir)
         request.node.user_properties.append(("run_dir", str(result.run_dir)))
         print(f"run directory: {result.run_dir}")
         return result
-    return run
+    yield run
+    report = getattr(request.node, "rig_call_report", None)
+    passed = report is not None and report.passed and not hasattr(report, "wasxfail")
+    if passed and not request.config.getoption("keep_runs"):
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture
