@@ -118,7 +118,7 @@ MODULE_PARM_DESC(nmi_level, "loglevel of NMI messages (default 3, ERR)");
 
 static bool nmi_then_panic;
 module_param_named(nmi_panic, nmi_then_panic, bool, 0644);
-MODULE_PARM_DESC(nmi_panic, "the NMI handler panics after printing");
+MODULE_PARM_DESC(nmi_panic, "the NMI handlers (IPI and unknown) panic after printing");
 
 static bool unknown_nmi;
 module_param(unknown_nmi, bool, 0644);
@@ -363,6 +363,8 @@ static int rig_nmi_unknown(unsigned int type, struct pt_regs *regs)
 		return NMI_HANDLED;
 	nmi_print();
 	atomic_inc(&nmis_seen);
+	if (nmi_then_panic)
+		panic("rigprintk: panic from an unknown NMI on CPU %u", cpu);
 	return NMI_HANDLED;
 }
 
