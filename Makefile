@@ -14,7 +14,7 @@ PACKAGES := \
 	busybox-static util-linux \
 	python3 python3-pytest python3-pexpect python3-pytest-xdist
 
-.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check clean clean-cache
+.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants clean clean-cache
 
 help:
 	@echo "make demo        boot the patched kernel, print the transcript and a verdict"
@@ -24,6 +24,7 @@ help:
 	@echo "make kernel | qemu | initramfs | build   build what is not in the cache"
 	@echo "make series-check  apply, checkpatch --strict and build kernel-patches/ patch by patch"
 	@echo "make flake-check   run the scenarios 5 times, fail if any verdict changes"
+	@echo "make mutants       run the scenarios on each kernel mutant; fail if one is not caught"
 	@echo "make clean       remove run directories;  make clean-cache  remove the build cache"
 
 deps:
@@ -43,6 +44,9 @@ series-check: deps
 
 flake-check: build
 	@$(RIG) flakes --runs 5 -- scenarios $(PYTEST_ARGS)
+
+mutants: build
+	@$(RIG) mutants -- scenarios $(PYTEST_ARGS)
 
 build: deps
 	@$(RIG) build kernel qemu initramfs

@@ -79,6 +79,12 @@ def cmd_flakes(args) -> int:
     return flakes.main(args.runs, paths.runs_root() / "flakes", extra or ["scenarios"])
 
 
+def cmd_mutants(args) -> int:
+    from rig import mutants
+    extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    return mutants.main(paths.runs_root() / "mutants", extra, args.only or [])
+
+
 def cmd_run(args) -> int:
     """Run one scenario file of scenarios/ through pytest."""
     name = args.scenario
@@ -147,6 +153,16 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("pytest_args", nargs=argparse.REMAINDER,
                    help="pytest arguments after -- (default: scenarios)")
     f.set_defaults(func=cmd_flakes)
+
+    mu = sub.add_parser("mutants", help="run the scenarios on each kernel mutant",
+                        description="Build the patched kernel with each patch of "
+                                    "kernel-patches/mutants/series on top, run the scenarios "
+                                    "on it, report which tests caught it; exit 1 if a "
+                                    "mutant is not caught.")
+    mu.add_argument("--only", action="append", help="only this mutant (repeatable)")
+    mu.add_argument("pytest_args", nargs=argparse.REMAINDER,
+                    help="pytest arguments after -- (default: scenarios)")
+    mu.set_defaults(func=cmd_mutants)
     return p
 
 

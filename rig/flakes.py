@@ -3,24 +3,10 @@ a scenario that does not give the same verdict every time is a flake, and a
 flake is a bug of the rig (or of the kernel) to be fixed, not retried."""
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Dict, List
 
-
-def verdicts(junit: Path) -> Dict[str, str]:
-    """test id -> passed, failed, error, skipped or xfailed, from a JUnit XML file."""
-    out = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        test_id = f"{case.get('classname')}::{case.get('name')}"
-        verdict = "passed"
-        for child in case:
-            if child.tag in ("failure", "error"):
-                verdict = "failed" if child.tag == "failure" else "error"
-            elif child.tag == "skipped":
-                verdict = "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
-        out[test_id] = verdict
-    return out
+from rig.junit import verdicts
 
 
 def disagreements(runs: List[Dict[str, str]]) -> Dict[str, List[str]]:

@@ -15,11 +15,25 @@ from typing import Dict, List, Optional
 from rig import paths
 from rig.build.cache import (Step, dpkg_version, ensure, sha256_bytes, sha256_file,
                              toolchain_id)
-from rig.build.patching import apply_series, read_series
+from rig.build.patching import apply_patch, apply_series, read_series
 from rig.build.runner import BuildError, kbuild_progress, run_logged
 
 CONFIG_FRAGMENT = paths.KERNEL_PATCHES / "rig.config"
 SERIES = paths.KERNEL_PATCHES / "series"
+MUTANTS = paths.KERNEL_PATCHES / "mutants"
+
+
+def mutant() -> Optional[Path]:
+    """RIG_MUTANT=NAME puts kernel-patches/mutants/NAME.patch on top of the
+    patched flavor (make mutants); unset, the patched flavor is the series."""
+    name = os.environ.get("RIG_MUTANT")
+    if not name:
+        return None
+    patch = MUTANTS / (name if name.endswith(".patch") else f"{name}.patch")
+    if not patch.is_file():
+        known = ", ".join(p.stem for p in read_series(MUTANTS / "series"))
+        raise BuildError(f"RIG_MUTANT={name}: no {patch}; mutants: {known}")
+    return patch
 
 # Everything about how we build that is not a file: part of the cache key.
 BUILD_ENV = {
@@ -111,6 +125,8 @@ def kernel_inputs(flavor: str, src: KernelSource) -> Dict[str, str]:
         inputs["series file"] = sha256_file(SERIES) if SERIES.is_file() else "absent"
         for p in read_series(SERIES):
             inputs[f"patch {p.name}"] = sha256_file(p)
+        if mutant() is not None:
+            inputs["mutant"] = f"{mutant().name} {sha256_file(mutant())}"
     return inputs
 
 
@@ -172,6 +188,10 @@ def _build(flavor: str, src: KernelSource, out: Path, expected_cmds: Optional[in
     if flavor == "patched":
         print(f"[{label}] applied {len(applied)} patch(es) from kernel-patches/series",
               flush=True)
+        if mutant() is not None:
+            apply_patch(tree, mutant(), MUTANTS / "series", log)
+            applied.append(f"mutants/{mutant().name}")
+            print(f"[{label}] applied mutant {mutant().name}", flush=True)
     make = configure(label, tree, bld, log, flavor)
     compile_tree(label, make, log, expected_cmds)
     release = subprocess.run(make + ["-s", "kernelrelease"], capture_output=True,

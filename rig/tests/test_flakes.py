@@ -1,4 +1,5 @@
-from rig.flakes import disagreements, verdicts
+from rig.flakes import disagreements
+from rig.junit import failure_messages, verdicts
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
 <testcase classname="scenarios.test_s02" name="test_s2[patched]" time="3"/>
@@ -23,3 +24,9 @@ def test_disagreements_name_the_flaky_test():
     assert disagreements([a, a, b]) == {"t2": ["passed", "passed", "failed"]}
     assert disagreements([a, {"t1": "passed"}]) == {"t2": ["passed", "absent"]}
     assert disagreements([a, a]) == {}
+
+
+def test_failure_messages(tmp_path):
+    p = tmp_path / "j.xml"
+    p.write_text(JUNIT)
+    assert failure_messages(p) == {"scenarios.test_s04::test_s4[patched]": "assert"}

@@ -59,3 +59,28 @@ def test_checkpatch_check_can_fail(tmp_path):
     patch.write_text(BAD_PATCH)
     status, report = run_checkpatch(src, patch)
     assert status != 0 and "trailing whitespace" in report, report
+
+
+MUTANT_SERIES = [p.name for p in read_series(SERIES.parent / "mutants" / "series")]
+
+
+@pytest.mark.parametrize("mutant", MUTANT_SERIES)
+def test_mutant_applies_on_top_of_the_series(mutant):
+    """Each mutant (make mutants) applies to the patched tree with no fuzz."""
+    import subprocess
+    from rig.build import artifacts
+    tree = artifacts.kernel("patched").path("source_dir")
+    res = subprocess.run(["patch", "-p1", "--dry-run", "--batch", "--fuzz=0", "-i",
+                          str(SERIES.parent / "mutants" / mutant)],
+                         cwd=tree, capture_output=True, text=True)
+    assert res.returncode == 0, f"{mutant} does not apply:\n{res.stdout}{res.stderr}"
+
+
+def test_unknown_mutant_is_named(monkeypatch):
+    from rig.build import kernel
+    from rig.build.runner import BuildError
+    monkeypatch.setenv("RIG_MUTANT", "no-such-mutant")
+    with pytest.raises(BuildError, match="mutants: ier-not-restored"):
+        kernel.mutant()
+    monkeypatch.setenv("RIG_MUTANT", "ier-not-restored")
+    assert kernel.mutant().name == "ier-not-restored.patch"
