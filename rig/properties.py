@@ -2,6 +2,7 @@
 promise was broken, where in the log, and which run directory holds it."""
 from rig.evidence import Evidence
 from rig.rigprintk import MARK_RUN_BEGIN, Tag
+from rig.wire import foreign_byte
 
 
 def assert_immediate(ev: Evidence, line, tag: Tag):
@@ -50,3 +51,14 @@ def assert_ier_restored(ev: Evidence):
     assert during and during[-1].value == v0, (
         f"IER {v0:#04x} before the console writes, {during[-1].value:#04x} after "
         f"(log record {during[-1].seq}) ({ev.where()})")
+
+
+def assert_contiguous(ev: Evidence, line, cpu: int):
+    """The line is on the wire whole, and every byte of its text came from cpu."""
+    wl = ev.wire_line_of(line)
+    assert wl is not None, (f"line {line.lineno} not found whole on the wire: {line.raw!r} "
+                            f"({ev.where()})")
+    stray = foreign_byte(wl, cpu)
+    assert stray is None, (
+        f"emergency line from cpu{cpu} interleaved with a byte from vCPU {stray.cpu} "
+        f"at log record {stray.seq}: {line.raw!r} ({ev.where()})")

@@ -5,21 +5,10 @@ printk_delay. Vanilla runs the same module and shows what it does instead.
 CPU tagging and the emergency loglevel controls are S2 and S15."""
 import pytest
 
-from rig.boot import BootRequest
-from rig.evidence import Evidence
 from rig.properties import assert_ier_restored, assert_immediate
-from rig.rigprintk import cmdline, mask, parse_tag, stats
+from rig.rigprintk import mask, parse_tag, stats
 
 pytestmark = pytest.mark.boots
-
-def boot_with(rig_boot, flavor: str, name: str, steps: str, extra: str = "",
-              **module) -> Evidence:
-    req = BootRequest(flavor=flavor, name=name,
-                      cmdline=f"rig.steps={steps} {cmdline(scen=name, **module)} {extra}")
-    result = rig_boot(req)
-    assert result.outcome.cls == "clean", f"{name}: {result.outcome} ({result.run_dir})"
-    return Evidence.of(result)
-
 
 # --- emergency output from NMI while the printer has a backlog -----------------
 
@@ -30,8 +19,8 @@ BACKLOG = dict(flood_count=FLOOD, flood_cpus=mask([0]), flood_wait=False, flood_
                nmi_cpus=mask([1]), nmi_level=3, markers=True)
 
 
-def test_nmi_error_reaches_the_wire_ahead_of_the_backlog(rig_boot):
-    ev = boot_with(rig_boot, "patched", "nmi-backlog", "run", **BACKLOG)
+def test_nmi_error_reaches_the_wire_ahead_of_the_backlog(rig_run):
+    ev = rig_run("patched", "nmi-backlog", "run", **BACKLOG)
     tagged = ev.tagged("nmi-backlog")
     nmi = [(i, ln, t) for i, (ln, t) in enumerate(tagged) if t.ctx == "nmi"]
     assert len(nmi) == 1, f"expected one NMI line, found {len(nmi)} ({ev.where()})"
@@ -49,8 +38,8 @@ def test_nmi_error_reaches_the_wire_ahead_of_the_backlog(rig_boot):
         f"{len(set(flood))} distinct ({ev.where()})")
 
 
-def test_vanilla_runs_the_module_and_prints_in_the_callers_context(rig_boot):
-    ev = boot_with(rig_boot, "vanilla", "nmi-backlog", "run", **BACKLOG)
+def test_vanilla_runs_the_module_and_prints_in_the_callers_context(rig_run):
+    ev = rig_run("vanilla", "nmi-backlog", "run", **BACKLOG)
     tagged = ev.tagged("nmi-backlog")
     assert sum(t.ctx == "nmi" for _, t in tagged) == 1, f"no NMI line ({ev.where()})"
     assert sorted(t.seq for _, t in tagged if t.ctx == "task") == list(range(FLOOD))
@@ -67,8 +56,8 @@ def test_vanilla_runs_the_module_and_prints_in_the_callers_context(rig_boot):
 DELAY_MS = 40
 
 
-def test_timestamp_is_the_time_of_the_call(rig_boot, flavor):
-    ev = boot_with(rig_boot, flavor, "stamp", "printk,run,kmsg",
+def test_timestamp_is_the_time_of_the_call(rig_run, flavor):
+    ev = rig_run(flavor, "stamp", "printk,run,kmsg",
                    extra=f"rig.printk_delay={DELAY_MS}", flood_count=5, flood_cpus=mask([0]),
                    stamp=True)
     lags = []

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from rig.wire import foreign_byte
+from rig.properties import assert_contiguous
 
 pytestmark = [pytest.mark.boots, pytest.mark.cpuid]
 
@@ -30,9 +30,4 @@ def test_s2_cpu_field(rig_run, flavor, lacks):
         assert line.cpu == tag.cpu, (f"line {line.lineno} says CPU {line.cpu}, the module "
                                      f"printed it on CPU {tag.cpu}: {line.raw!r}")
         if tag.level < 5:
-            wl = ev.wire_line_of(line)
-            assert wl is not None, f"emergency line {line.raw!r} not found whole on the wire"
-            stray = foreign_byte(wl, line.cpu)
-            assert stray is None, (
-                f"emergency line from cpu{line.cpu} has a byte from vCPU {stray.cpu} at log "
-                f"record {stray.seq}: {line.raw!r} ({ev.where()})")
+            assert_contiguous(ev, line, line.cpu)

@@ -9,7 +9,7 @@ field to compare."""
 import pytest
 
 from rig.rigprintk import mask
-from rig.wire import foreign_byte
+from rig.properties import assert_contiguous
 
 pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.cpuid]
 
@@ -22,12 +22,7 @@ def test_s8_emergency_lines_are_contiguous_and_ordered(rig_run, flavor, lacks):
                  flood_cpus=mask(range(CPUS)), flood_level=3, flood_len=30)
     tagged = ev.tagged("S8")
     for line, tag in tagged:
-        wl = ev.wire_line_of(line)
-        assert wl is not None, f"line {line.lineno} not found whole on the wire: {line.raw!r}"
-        stray = foreign_byte(wl, tag.cpu)
-        assert stray is None, (
-            f"emergency line from cpu{tag.cpu} interleaved with a byte from vCPU {stray.cpu} "
-            f"at log record {stray.seq}: {line.raw!r} ({ev.where()})")
+        assert_contiguous(ev, line, tag.cpu)
         assert line.cpu == tag.cpu, f"CPU field {line.cpu} on a line of cpu{tag.cpu}"
     for cpu in range(CPUS):
         seqs = [t.seq for _, t in tagged if t.cpu == cpu]
