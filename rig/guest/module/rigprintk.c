@@ -397,6 +397,7 @@ static void nmis_send(void)
 
 static DECLARE_COMPLETION(spin_started);
 static DECLARE_COMPLETION(spin_done);
+static struct cpumask run_cpus;
 
 static int spin_fn(void *unused)
 {
@@ -426,6 +427,13 @@ static int spin_start(void)
 		return -EINVAL;
 	reinit_completion(&spin_started);
 	reinit_completion(&spin_done);
+	/*
+	 * Announce the spin from another CPU: a task woken by the spinner
+	 * may be queued on the spinning CPU and then waits for the spin's end.
+	 */
+	cpumask_andnot(&run_cpus, cpu_online_mask, cpumask_of(spin_cpu));
+	if (!cpumask_empty(&run_cpus))
+		set_cpus_allowed_ptr(current, &run_cpus);
 	t = kthread_create_on_cpu(spin_fn, NULL, spin_cpu, "rigspin/%u");
 	if (IS_ERR(t))
 		return PTR_ERR(t);
@@ -620,6 +628,7 @@ static int do_run(void)
 	if (spinning) {
 		wait_for_completion(&spin_done);
 		pr_info("rigprintk: scen=%s cpu %d spin done\n", scen, spin_cpu);
+		set_cpus_allowed_ptr(current, cpu_possible_mask);
 	}
 	if (floods && !flood_wait)
 		wait_for_completion(&floods_done);
