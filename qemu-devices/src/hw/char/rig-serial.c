@@ -478,6 +478,23 @@ static void rig_serial_realize(DeviceState *dev, Error **errp)
     isa_register_ioport(isadev, &r->marker_io, r->marker_iobase);
 }
 
+/*
+ * A warm reset (a guest reboot after a panic, S10's ramoops read-back)
+ * empties the transmitter and forgets the guest's IER, as the core's own
+ * reset does; the log and its sequence numbers go on across the reset.
+ */
+static void rig_serial_reset(DeviceState *dev)
+{
+    RigSerialState *r = RIG_SERIAL(dev);
+
+    timer_del(r->thri_timer);
+    r->tx_head = 0;
+    r->tx_count = 0;
+    r->tx_last_done = 0;
+    r->guest_ier = 0;
+    trace_rig_serial_reset(r->seq);
+}
+
 static void rig_serial_unrealize(DeviceState *dev)
 {
     RigSerialState *r = RIG_SERIAL(dev);
@@ -547,6 +564,7 @@ static void rig_serial_class_init(ObjectClass *klass, void *data)
 
     dc->realize = rig_serial_realize;
     dc->unrealize = rig_serial_unrealize;
+    dc->reset = rig_serial_reset;
     dc->vmsd = &vmstate_rig_serial;
     dc->desc = "16550A UART that logs every register access (printk-rig)";
     adevc->build_dev_aml = rig_serial_build_aml;
