@@ -123,22 +123,99 @@ static void s11(void)
 	close(fd);
 }
 
+/* Print a syslog(2) result as "@name LEN" + body + "@name-end". */
+static void section(const char *name, const char *buf, int n)
+{
+	printf("@%s %d\n", name, n);
+	if (n > 0)
+		fwrite(buf, 1, n, stdout);
+	printf("\n@%s-end\n", name);
+}
+
+/* Consuming READ in 4 KB steps until SIZE_UNREAD says nothing is left. */
+static int consume(char *buf, int size)
+{
+	int used = 0, n;
+
+	while (used + 4096 <= size && klogctl(9, NULL, 0) > 0) {
+		n = klogctl(2, buf + used, 4096);
+		if (n <= 0)
+			break;
+		used += n;
+	}
+	return used;
+}
+
+/* Every /dev/kmsg record from the oldest one on, as read. */
+static int kmsg_all(char *buf, int size)
+{
+	int fd = kmsg_open(), used = 0;
+	ssize_t n;
+
+	lseek(fd, 0, SEEK_SET);
+	while (used + REC_MAX <= size) {
+		n = read(fd, buf + used, REC_MAX);
+		if (n < 0 && errno == EPIPE)
+			continue;
+		if (n <= 0)
+			break;
+		used += n;
+	}
+	close(fd);
+	return used;
+}
+
 static void s12(void)
 {
 	static char buf[1 << 20];
-	int n;
+	char line[256];
+	int fd = kmsg_open(), i;
 
+	if (fd < 0) {
+		printf("open-error %s\n", strerror(errno));
+		return;
+	}
 	printf("size-buffer %d\n", klogctl(10, NULL, 0));
 	printf("size-unread %d\n", klogctl(9, NULL, 0));
-	n = klogctl(3, buf, sizeof(buf));
-	printf("read-all %d\n", n);
-	if (n > 0)
-		fwrite(buf, 1, n, stdout);
-	printf("\nread-all-end\n");
-	n = klogctl(4, buf, sizeof(buf));
-	printf("read-clear %d\n", n);
+	section("read-all", buf, klogctl(3, buf, sizeof(buf)));
+	section("kmsg", buf, kmsg_all(buf, sizeof(buf)));
+	section("read", buf, consume(buf, sizeof(buf)));
+	printf("size-unread-after-read %d\n", klogctl(9, NULL, 0));
+
+	/* SIZE_UNREAD counts exactly the bytes READ returns next. */
+	for (i = 0; i < 3; i++) {
+		snprintf(line, sizeof(line), "<6>kmsgtest: s12 unread %d\n", i);
+		put(fd, line);
+	}
+	printf("size-unread-three %d\n", klogctl(9, NULL, 0));
+	section("read-three", buf, consume(buf, sizeof(buf)));
+
+	/* CLEAR empties READ_ALL; the READ position does not move. */
+	put(fd, "<6>kmsgtest: s12 before clear\n");
+	printf("clear %d\n", klogctl(5, NULL, 0));
 	printf("read-all-after-clear %d\n", klogctl(3, buf, sizeof(buf)));
-	printf("size-unread-end %d\n", klogctl(9, NULL, 0));
+	printf("size-unread-after-clear %d\n", klogctl(9, NULL, 0));
+	section("read-after-clear", buf, consume(buf, sizeof(buf)));
+
+	/* READ_CLEAR returns what READ_ALL would, then clears. */
+	put(fd, "<6>kmsgtest: s12 read-clear\n");
+	section("read-clear", buf, klogctl(4, buf, sizeof(buf)));
+	printf("read-all-after-read-clear %d\n", klogctl(3, buf, sizeof(buf)));
+	consume(buf, sizeof(buf));
+
+	/* A wrap: more than the buffer holds while both positions lag behind. */
+	for (i = 0; i < 3000; i++) {
+		snprintf(line, sizeof(line), "<7>kmsgtest: wrap %d %0100d\n", i, 0);
+		put(fd, line);
+	}
+	printf("size-unread-wrap %d\n", klogctl(9, NULL, 0));
+	section("read-wrap", buf, consume(buf, sizeof(buf)));
+	section("read-all-wrap", buf, klogctl(3, buf, sizeof(buf)));
+	close(fd);
+	fd = kmsg_open();
+	lseek(fd, 0, SEEK_SET);
+	get(fd, "kmsg-first-after-wrap", REC_MAX);
+	close(fd);
 }
 
 int main(int argc, char **argv)
