@@ -15,7 +15,7 @@ from typing import IO, Dict, Optional, Tuple
 
 from rig import logparse, paths
 from rig.build import artifacts
-from rig.machine import BootResult, Machine, Phase, default_phases
+from rig.machine import BootResult, Machine, Phase, default_phases, warm_reset_phases
 from rig.qemu_argv import MachineConfig
 
 _counter = itertools.count()
@@ -35,6 +35,9 @@ class BootRequest:
     # (console regex, QMP command, arguments): once the console shows the
     # pattern, send the command, e.g. (rb"spins", "inject-nmi", {}).
     qmp_when: Optional[Tuple[bytes, str, Dict]] = None
+    # The kernel panics and reboots (panic=-1); QEMU resets the machine, RAM
+    # kept, and the second boot runs init again (S10's ramoops read-back).
+    warm_reset: bool = False
     name: str = "boot"
     run_dir: Optional[Path] = None
 
@@ -67,9 +70,10 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
                         initrd=initrd.path("initramfs"), run_dir=run_dir, cmdline=req.cmdline,
                         smp=req.smp, memory_mb=req.memory_mb, accel=accel,
                         deterministic=req.deterministic, baud_model=req.baud_model,
-                        uart_props=req.uart_props)
+                        uart_props=req.uart_props, warm_reset=req.warm_reset)
     slow = 4.0 if req.deterministic else 1.0
-    phases, on_phase = default_phases(req.init_timeout_s, slow), None
+    phases = (warm_reset_phases if req.warm_reset else default_phases)(req.init_timeout_s, slow)
+    on_phase = None
     if req.qmp_when is not None:
         pattern, command, arguments = req.qmp_when
         phases.insert(2, Phase("qmp trigger", pattern, req.init_timeout_s * slow))

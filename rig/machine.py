@@ -11,6 +11,10 @@ console pattern and bounded by its own timeout:
     init      until rig-init says "rig-init: end status=N"
     exit      until QEMU exits
 
+A warm-reset boot (S10's ramoops read-back) panics on purpose: its "panic"
+phase ends with the panic banner, and the boot after the reset goes through
+firmware, kernel and init again before QEMU exits.
+
 QEMU is its own process group with PR_SET_PDEATHSIG=SIGKILL, and every exit
 path of the harness kills that group, so no QEMU outlives the rig.
 """
@@ -43,6 +47,7 @@ class Phase:
     name: str
     until: Optional[bytes]   # console regex that ends the phase; None: QEMU exit
     timeout_s: float
+    panic_ends_it: bool = False   # the panic is expected: it ends this phase, the boot goes on
 
 
 def default_phases(init_timeout_s: float = 60.0, slow: float = 1.0) -> List[Phase]:
@@ -52,6 +57,14 @@ def default_phases(init_timeout_s: float = 60.0, slow: float = 1.0) -> List[Phas
         Phase("init", rb"rig-init: end status=-?\d+", init_timeout_s * slow),
         Phase("exit", None, 20 * slow),
     ]
+
+
+def warm_reset_phases(init_timeout_s: float = 60.0, slow: float = 1.0) -> List[Phase]:
+    """Boot, panic, reboot by a warm reset (QEMU without -no-reboot), boot again."""
+    first, again = default_phases(init_timeout_s, slow)[:2], default_phases(init_timeout_s, slow)
+    return first + [Phase("panic", PANIC_RE, init_timeout_s * slow, panic_ends_it=True),
+                    Phase("reboot firmware", again[0].until, again[0].timeout_s),
+                    Phase("reboot kernel", again[1].until, again[1].timeout_s)] + again[2:]
 
 
 @dataclass
@@ -163,6 +176,8 @@ class Machine:
         child.close(force=True)
         if self.qmp is not None:
             self.qmp.close()
+        if self.cfg.run_dir not in self.cfg.qmp_socket.parents:
+            self.cfg.qmp_socket.unlink(missing_ok=True)     # the short one in /tmp
         _live.discard(self)
 
     def __enter__(self) -> "Machine":
@@ -213,6 +228,8 @@ class Machine:
             last = phase.name
             start = time.monotonic()
             how = self._wait(phase.until, phase.timeout_s)
+            if how == "panic" and phase.panic_ends_it:
+                how = "matched"
             results.append(PhaseResult(phase.name, how, round(time.monotonic() - start, 3)))
             if how == "timeout":
                 hung = phase.name

@@ -1,4 +1,6 @@
 """QEMU command line and kernel command line for one rig boot."""
+import hashlib
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Sequence
@@ -13,6 +15,7 @@ ISA_DEBUG_EXIT = "isa-debug-exit,iobase=0xf4,iosize=0x04"
 CONSOLE_UART = "rig-serial,id=uart0,chardev=con0,index=0,iobase=0x3f8,irq=4,log={log}"
 CONSOLE_UART_QOM = "/machine/peripheral/uart0"   # for qom-set of its NMI trigger
 SIDE_UART = "isa-serial,chardev=side0,index=1,iobase=0x2f8,irq=3"
+UNIX_PATH_MAX = 108          # sun_path of struct sockaddr_un, NUL included
 # Deterministic execution: instruction counting drives virtual time, the RTC
 # follows it, so an SMP run repeats byte for byte (see README, Determinism).
 DETERMINISTIC_ARGS = ["-icount", "shift={shift},sleep=off,align=off",
@@ -33,6 +36,7 @@ class MachineConfig:
     icount_shift: int = 0
     baud_model: bool = True     # rig-serial times THRE/TEMT like a real UART
     uart_props: Dict[str, str] = field(default_factory=dict)  # more rig-serial properties
+    warm_reset: bool = False    # let a guest reboot reset the machine instead of ending QEMU
     extra_args: List[str] = field(default_factory=list)
 
     @property
@@ -49,7 +53,13 @@ class MachineConfig:
 
     @property
     def qmp_socket(self) -> Path:
-        return self.run_dir / "qmp.sock"
+        """In the run directory, unless that path is too long for a unix socket
+        (108 bytes with the NUL): then a short one in /tmp named after it."""
+        path = self.run_dir / "qmp.sock"
+        if len(str(path).encode()) < UNIX_PATH_MAX:
+            return path
+        digest = hashlib.sha256(str(path).encode()).hexdigest()[:16]
+        return Path(tempfile.gettempdir()) / f"rig-qmp-{digest}.sock"
 
 
 def kernel_cmdline(extra: str) -> str:
@@ -68,7 +78,6 @@ def build_argv(cfg: MachineConfig, firmware_dirs: Sequence[Path] = paths.FIRMWAR
         "-M", "pc", "-accel", cfg.accel, "-cpu", "qemu64" if cfg.accel == "tcg" else "host",
         "-smp", str(cfg.smp), "-m", f"{cfg.memory_mb}M",
         "-nodefaults", "-no-user-config", "-display", "none", "-vga", "none",
-        "-no-reboot",
         "-chardev", f"stdio,id=con0,signal=off,logfile={cfg.console_log},logappend=off",
         "-device", CONSOLE_UART.format(log=cfg.uart_log) +
         ("" if cfg.baud_model else ",baud-model=off") +
@@ -82,6 +91,8 @@ def build_argv(cfg: MachineConfig, firmware_dirs: Sequence[Path] = paths.FIRMWAR
         "-kernel", str(cfg.kernel), "-initrd", str(cfg.initrd),
         "-append", kernel_cmdline(cfg.cmdline),
     ]
+    if not cfg.warm_reset:
+        argv.append("-no-reboot")
     if cfg.deterministic:
         argv += [a.format(shift=cfg.icount_shift) for a in DETERMINISTIC_ARGS]
     return argv + list(cfg.extra_args)

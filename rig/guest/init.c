@@ -29,6 +29,11 @@
  *                            dmesg (syslog(2)), send what they print
  *                     kmsgtest / syslogtest  run /bin/kmsgtest (rig/guest/
  *                            kmsgtest.c) and send what it observed
+ *                     pstore send what kmsg_dump left in pstore (ramoops)
+ *                            before the last warm reset, one section
+ *                            "pstore:FILE" per dmesg record; if there was
+ *                            any, this is the boot after the panic and the
+ *                            run ends here, without the later steps
  *                     printk set /proc/sys/kernel/printk from rig.printk
  *                            (fields separated by ':') and printk_delay from
  *                            rig.printk_delay (ms), then send the printk content
@@ -47,6 +52,7 @@
  *   @@rig status CODE\n   (last thing sent)
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -395,6 +401,49 @@ static int step_run(void)
 	return 0;
 }
 
+static void finish(int code);
+
+static int step_pstore(void)
+{
+	static char rec[1 << 20];
+	char path[300], section[300];
+	struct dirent *e;
+	int found = 0;
+	ssize_t n;
+	DIR *d;
+
+	if (mount("pstore", "/sys/fs/pstore", "pstore", 0, NULL) != 0 && errno != EBUSY) {
+		say("step pstore: mount: %s", strerror(errno));
+		return -1;
+	}
+	d = opendir("/sys/fs/pstore");
+	if (!d) {
+		say("step pstore: %s", strerror(errno));
+		return -1;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, "dmesg-", 6))
+			continue;
+		snprintf(path, sizeof(path), "/sys/fs/pstore/%s", e->d_name);
+		n = read_file(path, rec, sizeof(rec));
+		if (n < 0) {
+			say("step pstore: %s: %s", path, strerror(errno));
+			closedir(d);
+			return -1;
+		}
+		snprintf(section, sizeof(section), "pstore:%s", e->d_name);
+		side_section(section, rec, n);
+		found++;
+	}
+	closedir(d);
+	say("step pstore: %d dmesg record(s)", found);
+	if (found) {
+		say("steps done");
+		finish(RIG_EXIT_OK);
+	}
+	return 0;
+}
+
 static void flush_consoles(void);
 
 static int step_conlog(void)
@@ -516,6 +565,8 @@ static int run_step(const char *name)
 		return step_conlog();
 	if (!strcmp(name, "printk"))
 		return step_printk();
+	if (!strcmp(name, "pstore"))
+		return step_pstore();
 	if (!strcmp(name, "dmesg"))
 		return step_dmesg();
 	if (!strcmp(name, "kmsgtest")) {

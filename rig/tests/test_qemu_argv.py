@@ -63,3 +63,24 @@ def test_bad_accel_combinations_are_refused():
         build_argv(cfg(accel="hvf"))
     with pytest.raises(ValueError, match="needs TCG"):
         build_argv(cfg(accel="kvm", deterministic=True))
+
+
+def test_warm_reset_lets_a_guest_reboot_reset_the_machine():
+    assert "-no-reboot" not in build_argv(cfg(warm_reset=True))
+
+
+def test_warm_reset_phases_expect_the_panic_then_a_second_boot():
+    from rig.machine import warm_reset_phases
+    phases = warm_reset_phases()
+    names = [p.name for p in phases]
+    assert names == ["firmware", "kernel", "panic", "reboot firmware", "reboot kernel",
+                     "init", "exit"]
+    assert [p.name for p in phases if p.panic_ends_it] == ["panic"]
+
+
+def test_qmp_socket_moves_to_tmp_when_the_run_directory_is_too_deep(tmp_path):
+    short = cfg(run_dir=tmp_path / "r")
+    assert short.qmp_socket == tmp_path / "r" / "qmp.sock"
+    deep = cfg(run_dir=tmp_path / ("d" * 120))
+    assert len(str(deep.qmp_socket)) < 108 and deep.qmp_socket.name.startswith("rig-qmp-")
+    assert deep.qmp_socket == cfg(run_dir=tmp_path / ("d" * 120)).qmp_socket
