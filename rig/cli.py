@@ -1,7 +1,9 @@
 """Command line: python3 -m rig {build,boot,run} ... (--help everywhere)."""
 import argparse
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 from rig import paths
 
@@ -50,6 +52,12 @@ def cmd_boot(args) -> int:
     from rig.checks import boot_checks
     from rig.machine import install_signal_cleanup
     install_signal_cleanup()
+    if args.kernel:
+        from rig.build import custom
+        os.environ[custom.ENV_IMAGE] = str(Path(args.kernel).resolve())
+        if args.kernel_build:
+            os.environ[custom.ENV_BUILD] = str(Path(args.kernel_build).resolve())
+        args.flavor = custom.CUSTOM
     req = BootRequest(flavor=args.flavor, cmdline=" ".join(args.cmdline), smp=args.smp,
                       memory_mb=args.memory, accel=args.accel,
                       deterministic=args.deterministic, baud_model=not args.no_baud_model,
@@ -122,6 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Boot one flavor under the rig's QEMU, print the console "
                         "live, then the exit class, phase timings and the boot properties (S1).")
     bo.add_argument("--flavor", choices=paths.FLAVORS, default="patched")
+    bo.add_argument("--kernel", metavar="BZIMAGE",
+                    help="boot this kernel image instead of a flavor (the module is built "
+                         "against --kernel-build)")
+    bo.add_argument("--kernel-build", metavar="DIR",
+                    help="build directory of --kernel (default: the tree above "
+                         "arch/x86/boot/bzImage)")
     bo.add_argument("--cmdline", action="append", default=[],
                     help="extra kernel parameters, e.g. 'rig.steps=kmsg,sleep' (repeatable)")
     bo.add_argument("--smp", type=int, default=2, help="vCPUs (default 2)")

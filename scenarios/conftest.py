@@ -6,6 +6,7 @@ import shutil
 import pytest
 
 from rig.boot import BootRequest, boot
+from rig.build import custom
 from rig.evidence import Evidence
 from rig.rigprintk import cmdline
 
@@ -45,10 +46,10 @@ def rig_run(rig_boot):
     end cleanly (unless expect says otherwise); returns the parsed Evidence."""
     def run(flavor: str, name: str, steps: str, extra: str = "", expect: str = "clean",
             smp: int = 2, uart_props=None, qmp_when=None, baud_model: bool = True,
-            deterministic: bool = False, **module) -> Evidence:
+            deterministic: bool = False, warm_reset: bool = False, **module) -> Evidence:
         req = BootRequest(flavor=flavor, name=name, smp=smp, uart_props=uart_props or {},
                           qmp_when=qmp_when, baud_model=baud_model,
-                          deterministic=deterministic,
+                          deterministic=deterministic, warm_reset=warm_reset,
                           cmdline=f"rig.steps={steps} {cmdline(scen=name, **module)} {extra}")
         result = rig_boot(req)
         assert result.outcome.cls == expect, (f"{name} on {flavor}: {result.outcome.cls}, "
@@ -59,11 +60,18 @@ def rig_run(rig_boot):
 
 
 @pytest.fixture
-def lacks(request, flavor):
-    """lacks("vanilla", "reason"): on that flavor the test must fail (strict xfail),
-    because the kernel lacks the seed feature the reason names."""
+def like(request, flavor) -> str:
+    """The flavor whose expectations apply: a --kernel is judged like --kernel-like."""
+    return request.config.getoption("kernel_like") if flavor == custom.CUSTOM else flavor
+
+
+@pytest.fixture
+def lacks(request, like):
+    """lacks("vanilla", "reason"): on that flavor (or a --kernel judged like it) the
+    test must fail (strict xfail), because the kernel lacks the seed feature the
+    reason names."""
     def mark(which: str, reason: str):
-        if flavor == which:
+        if like == which:
             request.applymarker(pytest.mark.xfail(strict=True, raises=AssertionError,
                                                   reason=f"{which}: {reason}"))
     return mark

@@ -56,7 +56,7 @@ def test_vanilla_runs_the_module_and_prints_in_the_callers_context(rig_run):
 DELAY_MS = 40
 
 
-def test_timestamp_is_the_time_of_the_call(rig_run, flavor):
+def test_timestamp_is_the_time_of_the_call(rig_run, flavor, like):
     ev = rig_run(flavor, "stamp", "printk,run,kmsg",
                    extra=f"rig.printk_delay={DELAY_MS}", flood_count=5, flood_cpus=mask([0]),
                    stamp=True)
@@ -66,7 +66,7 @@ def test_timestamp_is_the_time_of_the_call(rig_run, flavor):
         if tag and tag.scen == "stamp":
             lags.append(r.ts_usec - tag.t_call_ns // 1000)
     assert len(lags) == 5, f"expected 5 stamped records, got {len(lags)} ({ev.where()})"
-    if flavor == "patched":
+    if like == "patched":
         assert max(lags) < 1000, (f"record timestamps lag the printk() call by {lags} us "
                                   f"with printk_delay={DELAY_MS} ms ({ev.where()})")
     else:

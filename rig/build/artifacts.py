@@ -23,6 +23,9 @@ def _locate(step, build_fn, build: bool, force: bool, what: str, make_target: st
 
 
 def kernel(flavor: str, build: bool = False, force: bool = False) -> Artifact:
+    from rig.build import custom
+    if flavor == custom.CUSTOM:
+        return Artifact(custom.kernel())     # the user's build: never built by the rig
     from rig.build import kernel as k
     return _locate(k.kernel_step(flavor), lambda force: k.build_kernel(flavor, force),
                    build, force, f"the {flavor} kernel", "kernel")
@@ -34,6 +37,9 @@ def qemu(build: bool = False, force: bool = False) -> Artifact:
 
 
 def initramfs(flavor: str, build: bool = False, force: bool = False) -> Artifact:
+    from rig.build import custom
     from rig.build import initramfs as i
+    # No make target builds it for a user's kernel: build it (module included) when missing.
+    build = build or flavor == custom.CUSTOM
     return _locate(i.initramfs_step(flavor), lambda force: i.build_initramfs(flavor, force),
                    build, force, f"the {flavor} initramfs", "initramfs")

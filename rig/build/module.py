@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from rig import paths
-from rig.build import artifacts
+from rig.build import artifacts, custom
 from rig.build.cache import Step, ensure, sha256_tree, toolchain_id
 from rig.build.kernel import kernel_step
 from rig.build.runner import run_logged
@@ -18,9 +18,10 @@ MODULE_NAME = "rigprintk.ko"
 
 
 def module_inputs(flavor: str) -> dict:
+    kernel_key = custom.kernel()["key"] if flavor == custom.CUSTOM else kernel_step(flavor).key
     return {
         "module source": sha256_tree(MODULE_SRC),
-        "kernel": kernel_step(flavor).key,
+        "kernel": kernel_key,
         "toolchain": toolchain_id(),
         "flavor": flavor,
     }

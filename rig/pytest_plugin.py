@@ -1,0 +1,47 @@
+"""pytest options shared by the rig's unit tests and scenarios: a plugin that
+pytest.ini loads with -p, so that the options are known however the command
+line is ordered (a conftest.py is found only after the paths are)."""
+import os
+from pathlib import Path
+
+from rig import paths
+from rig.build import custom
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("printk-rig")
+    group.addoption("--flavor", action="append", choices=paths.FLAVORS,
+                    help="kernel flavor(s) to run scenarios on (default: both, or none "
+                         "with --kernel)")
+    group.addoption("--kernel", metavar="BZIMAGE",
+                    help="also run the scenarios on this kernel image (flavor 'custom'); "
+                         "the test module is built against --kernel-build")
+    group.addoption("--kernel-build", metavar="DIR",
+                    help="build directory of --kernel, with .config and Module.symvers "
+                         "(default: the tree above arch/x86/boot/bzImage)")
+    group.addoption("--kernel-like", choices=paths.FLAVORS, default="patched",
+                    help="whose expectations --kernel must meet: patched (every seed "
+                         "property, the default) or vanilla (6.12's known gaps xfail)")
+    group.addoption("--keep-runs", action="store_true",
+                    help="keep the run directories of passing scenarios too (failing ones "
+                         "are always kept)")
+
+
+def pytest_configure(config):
+    # In the environment, so that build subprocesses and xdist workers see it too.
+    image = config.getoption("kernel")
+    if image:
+        os.environ[custom.ENV_IMAGE] = str(Path(image).resolve())
+        build = config.getoption("kernel_build")
+        if build:
+            os.environ[custom.ENV_BUILD] = str(Path(build).resolve())
+
+
+def pytest_generate_tests(metafunc):
+    if "flavor" in metafunc.fixturenames:
+        chosen = metafunc.config.getoption("flavor")
+        if metafunc.config.getoption("kernel"):
+            flavors = (chosen or []) + [custom.CUSTOM]
+        else:
+            flavors = chosen or list(paths.FLAVORS)
+        metafunc.parametrize("flavor", flavors)

@@ -1,0 +1,117 @@
+"""pytest --kernel (a user's bzImage and build directory as the flavor
+"custom") and pytest-xdist runs: the checks that name what a user's build
+lacks, and real suite runs in a subprocess, on the rig's own patched build
+given as if it were the user's, and on two workers at once."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rig import paths
+from rig.build import artifacts, custom
+from rig.build.runner import BuildError
+from rig.junit import verdicts
+
+
+def fake_build(tmp_path, config="CONFIG_PRINTK=y\n", symvers=True):
+    build = tmp_path / "linux"
+    (build / "arch/x86/boot").mkdir(parents=True)
+    (build / "include/config").mkdir(parents=True)
+    image = build / "arch/x86/boot/bzImage"
+    image.write_bytes(b"not really a kernel")
+    (build / ".config").write_text(config)
+    (build / "include/config/kernel.release").write_text("6.12.0-mine\n")
+    if symvers:
+        (build / "Module.symvers").write_text("")
+    return image, build
+
+
+def test_build_dir_is_found_above_the_image(tmp_path):
+    image, build = fake_build(tmp_path)
+    assert custom.build_dir_of(image) == build.resolve()
+    other = tmp_path / "vmlinuz"
+    other.write_bytes(b"")
+    with pytest.raises(BuildError, match="--kernel-build"):
+        custom.build_dir_of(other)
+
+
+def test_missing_image_and_module_symvers_are_named(tmp_path):
+    image, build = fake_build(tmp_path, symvers=False)
+    with pytest.raises(BuildError, match="no such kernel image"):
+        custom.check(tmp_path / "nope", build)
+    with pytest.raises(BuildError, match="no Module.symvers .*make modules"):
+        custom.check(image, build)
+
+
+def test_missing_config_options_are_named_with_the_reason(tmp_path):
+    image, build = fake_build(tmp_path, config="CONFIG_PRINTK=y\nCONFIG_SERIAL_8250=y\n"
+                                               "# CONFIG_MODULES is not set\n")
+    with pytest.raises(BuildError) as e:
+        custom.check(image, build)
+    assert "CONFIG_MODULES (the test module is loaded at start)" in str(e.value)
+    assert "CONFIG_SERIAL_8250_CONSOLE" in str(e.value)
+    assert "CONFIG_SERIAL_8250 (" not in str(e.value)
+
+
+def test_key_follows_the_image(tmp_path, monkeypatch):
+    image, build = fake_build(tmp_path, config="".join(f"{n}=y\n" for n in custom.REQUIRED))
+    monkeypatch.setenv(custom.ENV_IMAGE, str(image))
+    monkeypatch.delenv(custom.ENV_BUILD, raising=False)
+    first = custom.kernel()
+    assert first["outputs"]["kernel_release"] == "6.12.0-mine"
+    assert artifacts.Artifact(first).path("bzImage") == image.resolve()
+    image.write_bytes(b"rebuilt")
+    assert custom.kernel()["key"] != first["key"]
+
+
+def run_suite(tmp_path, args):
+    """pytest in a subprocess with its own run directory root; its verdicts."""
+    junit = tmp_path / "junit.xml"
+    env = dict(os.environ, RIG_RUNS=str(tmp_path / "runs"))
+    env.pop(custom.ENV_IMAGE, None)
+    env.pop(custom.ENV_BUILD, None)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "--keep-runs", f"--junitxml={junit}"] + args,
+                          cwd=paths.REPO, env=env, capture_output=True, text=True)
+    assert junit.is_file(), f"pytest did not run:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}"
+    return verdicts(junit), proc
+
+
+@pytest.mark.boots
+def test_scenarios_run_on_a_user_kernel(tmp_path):
+    """The patched build, handed over as a user's bzImage and build directory."""
+    kernel = artifacts.kernel("patched")
+    got, proc = run_suite(tmp_path, [
+        "--kernel", str(kernel.path("bzImage")), "--kernel-build", str(kernel.path("build_dir")),
+        "scenarios/test_boot.py", "scenarios/test_s02_cpu_tagging.py"])
+    assert got and all(v == "passed" for v in got.values()), (got, proc.stdout[-3000:])
+    assert all(t.endswith("[custom]") for t in got), got
+    summaries = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*/summary.json")]
+    assert summaries and all(s["flavor"] == "custom" for s in summaries)
+    assert {s["kernel"]["release"] for s in summaries} == {kernel["outputs"]["kernel_release"]}
+
+
+@pytest.mark.boots
+def test_a_vanilla_user_kernel_is_judged_like_vanilla(tmp_path):
+    kernel = artifacts.kernel("vanilla")
+    got, proc = run_suite(tmp_path, ["--kernel", str(kernel.path("bzImage")),
+                                     "--kernel-build", str(kernel.path("build_dir")),
+                                     "--kernel-like", "vanilla",
+                                     "scenarios/test_s02_cpu_tagging.py"])
+    assert set(got.values()) == {"xfailed"}, (got, proc.stdout[-3000:])
+
+
+@pytest.mark.boots
+def test_two_xdist_workers_do_not_collide(tmp_path):
+    got, proc = run_suite(tmp_path, ["-n", "2", "scenarios/test_boot.py",
+                                     "scenarios/test_s02_cpu_tagging.py"])
+    assert len(got) == 4 and set(got.values()) == {"passed", "xfailed"}, (
+        got, proc.stdout[-3000:])
+    runs = sorted(Path(tmp_path / "runs").iterdir())
+    assert len(runs) == 4, f"run directories: {[r.name for r in runs]}"
+    pids = {r.name.rsplit("-", 2)[1] for r in runs}     # <stamp>-<name>-<flavor>-<pid>-<n>
+    assert len(pids) == 2, f"not two workers: run directories {[r.name for r in runs]}"
+    assert all((r / "summary.json").is_file() and (r / "uart.log").is_file() for r in runs)
