@@ -1,12 +1,13 @@
 """Run the scenarios N times in a row and compare the verdicts test by test:
 a scenario that does not give the same verdict every time is a flake, and a
 flake is a bug of the rig (or of the kernel) to be fixed, not retried."""
+import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List
 
-from rig.junit import verdicts
+from rig.junit import median_times, verdicts, wall_times
 
 
 def disagreements(runs: List[Dict[str, str]]) -> Dict[str, List[str]]:
@@ -22,13 +23,19 @@ def disagreements(runs: List[Dict[str, str]]) -> Dict[str, List[str]]:
 
 def main(runs: int, out_dir: Path, pytest_args: List[str]) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
-    results = []
+    results, times = [], []
     for i in range(1, runs + 1):
         junit = out_dir / f"flakes-{i}.xml"
         print(f"[flakes] run {i}/{runs}: pytest {' '.join(pytest_args)}", flush=True)
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         f"--junitxml={junit}"] + pytest_args)
         results.append(verdicts(junit))
+        times.append(wall_times(junit))
+    medians = median_times(times)
+    (out_dir / "median-times.json").write_text(json.dumps(medians, indent=1) + "\n")
+    print(f"[flakes] median wall time per test over {runs} runs (s), slowest first:")
+    for test_id, t in sorted(medians.items(), key=lambda kv: -kv[1]):
+        print(f"  {t:7.2f}  {test_id}")
     bad = disagreements(results)
     for test_id, seen in bad.items():
         print(f"[flakes] FLAKY {test_id}: {' '.join(seen)}")

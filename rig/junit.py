@@ -1,7 +1,7 @@
-"""Read pytest's JUnit XML: the verdict and failure message of each test."""
+"""Read pytest's JUnit XML: the verdict, failure message and wall time of each test."""
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List
 
 
 def verdicts(junit: Path) -> Dict[str, str]:
@@ -27,4 +27,20 @@ def failure_messages(junit: Path) -> Dict[str, str]:
             if child.tag in ("failure", "error"):
                 msg = (child.get("message") or child.text or "").strip().splitlines()
                 out[f"{case.get('classname')}::{case.get('name')}"] = msg[0] if msg else ""
+    return out
+
+
+def wall_times(junit: Path) -> Dict[str, float]:
+    """test id -> its wall time in seconds (setup, call and teardown)."""
+    return {f"{case.get('classname')}::{case.get('name')}": float(case.get("time") or 0)
+            for case in ET.parse(junit).getroot().iter("testcase")}
+
+
+def median_times(runs: List[Dict[str, float]]) -> Dict[str, float]:
+    """test id -> the median of its wall times over the runs it appears in."""
+    out = {}
+    for test_id in sorted(set().union(*runs)) if runs else []:
+        seen = sorted(run[test_id] for run in runs if test_id in run)
+        mid = len(seen) // 2
+        out[test_id] = seen[mid] if len(seen) % 2 else (seen[mid - 1] + seen[mid]) / 2
     return out

@@ -30,3 +30,13 @@ def test_failure_messages(tmp_path):
     p = tmp_path / "j.xml"
     p.write_text(JUNIT)
     assert failure_messages(p) == {"scenarios.test_s04::test_s4[patched]": "assert"}
+
+
+def test_wall_times_and_their_median(tmp_path):
+    from rig.junit import median_times, wall_times
+    p = tmp_path / "j.xml"
+    p.write_text(JUNIT)
+    t = wall_times(p)
+    assert t["scenarios.test_s04::test_s4[patched]"] == 5.0
+    assert median_times([{"a": 3.0}, {"a": 1.0}, {"a": 2.0, "b": 4.0}]) == {"a": 2.0, "b": 4.0}
+    assert median_times([{"a": 1.0}, {"a": 2.0}]) == {"a": 1.5}
