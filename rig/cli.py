@@ -93,6 +93,13 @@ def cmd_mutants(args) -> int:
     return mutants.main(paths.runs_root() / "mutants", extra, args.only or [])
 
 
+def cmd_diff(args) -> int:
+    from rig import logdiff
+    colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
+    return logdiff.main(args.a, args.b, args.json, args.ts_tolerance, not args.no_mask,
+                        colour, sys.stdout)
+
+
 def cmd_run(args) -> int:
     """Run one scenario file of scenarios/ through pytest."""
     name = args.scenario
@@ -167,6 +174,24 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("pytest_args", nargs=argparse.REMAINDER,
                    help="pytest arguments after -- (default: scenarios)")
     f.set_defaults(func=cmd_flakes)
+
+    d = sub.add_parser("diff", help="compare two kernel logs record by record",
+                       description="Compare two kernel logs (files, or run directories for "
+                                   "their console.log) as printk records: missing, extra "
+                                   "and moved records, per-CPU order, level and CPU "
+                                   "changes, timestamps, dropped counts, split and "
+                                   "interleaved lines, then a unified diff. Exit 0 equal, "
+                                   "1 different, 2 bad input.")
+    d.add_argument("a")
+    d.add_argument("b")
+    d.add_argument("--json", action="store_true", help="print the result as JSON")
+    d.add_argument("--ts-tolerance", type=float, metavar="SECONDS",
+                   help="compare timestamps of matched records with this tolerance "
+                        "(default: ignore timestamps)")
+    d.add_argument("--no-mask", action="store_true",
+                   help="match on the exact text: do not mask addresses, pids and hashes")
+    d.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    d.set_defaults(func=cmd_diff)
 
     mu = sub.add_parser("mutants", help="run the scenarios on each kernel mutant",
                         description="Build the patched kernel with each patch of "

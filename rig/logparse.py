@@ -86,7 +86,7 @@ def parse_transcript(data: bytes) -> Transcript:
                 entries.append((ConsoleLine(lineno, raw, text=raw), False))
             continue
         entries.append((line, True))
-    fragments = _interrupted_fragments(entries, out)
+    fragments = interrupted_fragments(entries, out)
     for line, parsed in entries:
         if line.lineno in fragments:
             continue
@@ -94,7 +94,7 @@ def parse_transcript(data: bytes) -> Transcript:
     return out
 
 
-def _interrupted_fragments(entries, out: Transcript) -> set:
+def interrupted_fragments(entries, out: Transcript) -> set:
     """Find the line each replay line re-prints: the closest earlier line that
     is a prefix of (or equal to) the line after the replay line. Returns the
     line numbers of those fragments and records the pairs in out.interrupted."""

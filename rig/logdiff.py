@@ -1,0 +1,330 @@
+"""rig diff: compare two kernel logs as printk records, not as text.
+
+Either side may be any kernel log: a serial transcript (ours or anyone's),
+`dmesg` output (plain, `--decode`d or `--raw` with `<N>` prefixes), a
+syslog(2) dump, with or without CONFIG_PRINTK_CALLER's `[T123]`/`[C1]` field
+or the seed's `001: ` CPU field, with LF or CRLF line ends. A run directory
+stands for its console.log.
+
+Records are matched on their text after masking what differs from run to
+run (addresses, register values, pids, hashes); timestamps are ignored unless
+a tolerance is given. Reported, in this order: missing and extra records,
+records that moved, records whose text changed (a similar record in its place), per-CPU order changes, level and CPU changes of matched
+records, timestamps beyond the tolerance, changed dropped counts, lines cut
+short (split) or holding two records (interleaved), then a unified diff of
+the normalized text.
+"""
+import difflib
+import json
+import re
+import sys
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from rig import logparse
+
+# util-linux `dmesg --decode`: "kern  :info  : [    1.234567] text"
+DECODE_RE = re.compile(r"^(?P<fac>[a-z0-9]+)\s*:(?P<lvl>[a-z]+)\s*: ")
+LEVELS = {"emerg": 0, "alert": 1, "crit": 2, "err": 3, "warn": 4, "notice": 5, "info": 6,
+          "debug": 7}
+MID_LINE_TS_RE = re.compile(r"\[\s*\d+\.\d{6}\]")
+# A line cut short may end inside its prefix: "[    1.309" or "[    1.309000] 0".
+PARTIAL_PREFIX_RE = re.compile(r"^(?:<\d{0,3}>?)?(?:\[[\s\d.]*\]?)?(?:\[\s*[TC]?\d*\]?)?"
+                               r"(?: ?\d{1,3}(?::(?: |$)|$))?")
+MASKS = [
+    (re.compile(r"\b[0-9a-f]{32,64}\b"), "<hash>"),
+    (re.compile(r"\b0x[0-9a-fA-F]{6,}\b"), "0x<addr>"),
+    (re.compile(r"\b[0-9a-f]{16}\b"), "<hex>"),
+    (re.compile(r"\b(pid|PID)([:=]\s*| )\d+"), r"\1\2<pid>"),
+]
+
+
+class DiffInputError(ValueError):
+    """A side is not a readable kernel log; the message says which and why."""
+
+
+@dataclass
+class Record:
+    lineno: int
+    raw: str
+    text: str                  # as printed, prefix removed
+    key: str                   # text masked: what records are matched on
+    ts_usec: Optional[int] = None
+    level: Optional[int] = None
+    cpu: Optional[int] = None  # the seed's CPU field, or a [C<n>] caller
+
+
+@dataclass
+class Log:
+    name: str
+    records: List[Record] = field(default_factory=list)
+    dropped: List[Tuple[int, int]] = field(default_factory=list)      # (line, N)
+    split: List[Tuple[int, str]] = field(default_factory=list)        # (line, fragment)
+    interleaved: List[Tuple[int, str]] = field(default_factory=list)  # (line, text)
+
+
+def mask(text: str) -> str:
+    for pattern, repl in MASKS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def read(path: Path) -> Tuple[str, bytes]:
+    path = Path(path)
+    if path.is_dir():
+        path = path / "console.log"
+    if not path.is_file():
+        raise DiffInputError(f"{path}: no such file (give a log file or a run directory "
+                             f"with console.log)")
+    data = path.read_bytes()
+    if b"\0" in data:
+        raise DiffInputError(f"{path}: binary data (a NUL byte at offset "
+                             f"{data.index(bytes(1))}), not a kernel log")
+    return str(path), data
+
+
+def parse(name: str, data: bytes, masked: bool = True) -> Log:
+    log = Log(name)
+    entries = []
+    for lineno, raw in enumerate(logparse.split_lines(data), 1):
+        level = None
+        m = DECODE_RE.match(raw)
+        if m and m.group("lvl") in LEVELS:
+            level, raw = LEVELS[m.group("lvl")], raw[m.end():]
+        line = logparse.parse_console_line(lineno, raw)
+        if line is None:
+            if raw.strip():
+                entries.append((logparse.ConsoleLine(lineno, raw, text=raw), level))
+            continue
+        if line.prio is not None:
+            level = line.prio & 7
+        entries.append((line, level))
+    if not any(ln.ts_usec is not None for ln, _ in entries):
+        raise DiffInputError(f"{name}: no kernel log line in it (expected lines like "
+                             f"'[    1.234567] text')")
+    fragments = logparse.interrupted_fragments([(ln, True) for ln, _ in entries],
+                                               logparse.Transcript())
+    for line, level in entries:
+        if line.replay:
+            continue
+        if line.dropped is not None:
+            log.dropped.append((line.lineno, line.dropped))
+            continue
+        if line.lineno in fragments:
+            log.split.append((line.lineno, line.raw))
+            continue
+        if MID_LINE_TS_RE.search(line.text):
+            log.interleaved.append((line.lineno, line.text))
+        cpu = line.cpu
+        if cpu is None and line.caller and line.caller.startswith("C"):
+            cpu = int(line.caller[1:])
+        log.records.append(Record(line.lineno, line.raw, line.text,
+                                  mask(line.text) if masked else line.text,
+                                  line.ts_usec, level, cpu))
+    return log
+
+
+@dataclass
+class Difference:
+    kind: str       # missing extra moved changed cpu-order level cpu timestamp dropped
+    #                 split interleaved
+    detail: str
+    a_line: Optional[int] = None
+    b_line: Optional[int] = None
+
+
+def render(rec: Record) -> str:
+    """A record as the unified diff shows it: level, CPU, masked text (no time)."""
+    lvl = f"<{rec.level}>" if rec.level is not None else ""
+    cpu = f"{rec.cpu:03d}: " if rec.cpu is not None else ""
+    return f"{lvl}{cpu}{rec.key}"
+
+
+def compare(a: Log, b: Log, ts_tolerance_s: Optional[float] = None) -> List[Difference]:
+    out: List[Difference] = []
+    ka, kb = [r.key for r in a.records], [r.key for r in b.records]
+    matcher = difflib.SequenceMatcher(None, ka, kb, autojunk=False)
+    pairs, missing, extra, changed = [], [], [], []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            pairs += zip(a.records[i1:i2], b.records[j1:j2])
+            continue
+        olds, news = a.records[i1:i2], b.records[j1:j2]
+        if tag == "replace":
+            olds, news, found = pair_similar(olds, news)
+            changed += found
+        missing += olds
+        extra += news
+    # A record on both lists moved: pair them up in order, per text.
+    waiting = defaultdict(list)
+    for r in extra:
+        waiting[r.key].append(r)
+    moved, still_missing = [], []
+    for r in missing:
+        if waiting[r.key]:
+            moved.append((r, waiting[r.key].pop(0)))
+        else:
+            still_missing.append(r)
+    moved_b = {id(rb) for _, rb in moved}
+    for r in still_missing:
+        out.append(Difference("missing", f"in A, not in B: {r.raw}", a_line=r.lineno))
+    for r in extra:
+        if id(r) not in moved_b:
+            out.append(Difference("extra", f"in B, not in A: {r.raw}", b_line=r.lineno))
+    for ra, rb in moved:
+        out.append(Difference("moved", f"record moved: {ra.text}", ra.lineno, rb.lineno))
+    for ra, rb in changed:
+        out.append(Difference("changed", f"{ra.text!r} -> {rb.text!r}", ra.lineno, rb.lineno))
+    out += cpu_order_changes(a, b)
+    for ra, rb in pairs + moved:
+        if ra.level is not None and rb.level is not None and ra.level != rb.level:
+            out.append(Difference("level", f"level {ra.level} -> {rb.level}: {ra.text}",
+                                  ra.lineno, rb.lineno))
+        if ra.cpu is not None and rb.cpu is not None and ra.cpu != rb.cpu:
+            out.append(Difference("cpu", f"CPU {ra.cpu} -> {rb.cpu}: {ra.text}",
+                                  ra.lineno, rb.lineno))
+        if (ts_tolerance_s is not None and ra.ts_usec is not None and rb.ts_usec is not None
+                and abs(ra.ts_usec - rb.ts_usec) > ts_tolerance_s * 1e6):
+            out.append(Difference("timestamp", f"{(rb.ts_usec - ra.ts_usec) / 1e3:+.3f} ms "
+                                  f"(tolerance {ts_tolerance_s * 1e3:g} ms): {ra.text}",
+                                  ra.lineno, rb.lineno))
+    if [n for _, n in a.dropped] != [n for _, n in b.dropped]:
+        out.append(Difference("dropped", f"dropped counts A {fmt_dropped(a)}, "
+                              f"B {fmt_dropped(b)}"))
+    for kind, side_a, side_b in (("split", a.split, b.split),
+                                 ("interleaved", a.interleaved, b.interleaved)):
+        only_a, only_b = only_in(side_a, side_b), only_in(side_b, side_a)
+        for line, text in only_a:
+            out.append(Difference(kind, f"only in A: {text}", a_line=line))
+        for line, text in only_b:
+            out.append(Difference(kind, f"only in B: {text}", b_line=line))
+    return out
+
+
+def pair_similar(olds: List[Record], news: List[Record], cutoff: float = 0.6):
+    """Within a replaced block, pair each old record with the most similar new one
+    (a changed message); returns the unpaired old and new ones and the pairs."""
+    pairs, used = [], set()
+    for ra in olds:
+        best, best_ratio = None, cutoff
+        for j, rb in enumerate(news):
+            if j in used:
+                continue
+            ratio = difflib.SequenceMatcher(None, ra.key, rb.key).ratio()
+            if ratio >= best_ratio:
+                best, best_ratio = j, ratio
+        if best is not None:
+            used.add(best)
+            pairs.append((ra, news[best]))
+    paired_a = {id(ra) for ra, _ in pairs}
+    return ([r for r in olds if id(r) not in paired_a],
+            [r for j, r in enumerate(news) if j not in used], pairs)
+
+
+def fmt_dropped(log: Log) -> str:
+    return "[" + ", ".join(f"{n} at line {line}" for line, n in log.dropped) + "]"
+
+
+def line_key(raw: str) -> str:
+    """What a split or interleaved line is compared on: masked, prefix (even a
+    partial one) removed, so that timestamps do not count."""
+    return mask(PARTIAL_PREFIX_RE.sub("", raw, count=1))
+
+
+def only_in(these: List[Tuple[int, str]], others: List[Tuple[int, str]]):
+    left = Counter(line_key(t) for _, t in others)
+    out = []
+    for line, text in these:
+        if left[line_key(text)]:
+            left[line_key(text)] -= 1
+        else:
+            out.append((line, text))
+    return out
+
+
+def cpu_order_changes(a: Log, b: Log) -> List[Difference]:
+    """Per CPU, the order of the records both logs have: SMP may interleave CPUs
+    differently from run to run, but one CPU's records must keep their order."""
+    common = Counter(r.key for r in a.records) & Counter(r.key for r in b.records)
+    out = []
+    for cpu in sorted({r.cpu for r in a.records + b.records if r.cpu is not None}):
+        seq_a = [r for r in a.records if r.cpu == cpu and common[r.key]]
+        seq_b = [r for r in b.records if r.cpu == cpu and common[r.key]]
+        keys_a, keys_b = [r.key for r in seq_a], [r.key for r in seq_b]
+        if sorted(keys_a) != sorted(keys_b) or keys_a == keys_b:
+            continue     # a CPU change or nothing: reported elsewhere
+        i = next(i for i, (x, y) in enumerate(zip(keys_a, keys_b)) if x != y)
+        out.append(Difference("cpu-order", f"CPU {cpu}: A has {seq_a[i].text!r} where B has "
+                              f"{seq_b[i].text!r}", seq_a[i].lineno, seq_b[i].lineno))
+    return out
+
+
+def unified(a: Log, b: Log, context: int = 3) -> List[str]:
+    return list(difflib.unified_diff([render(r) for r in a.records],
+                                     [render(r) for r in b.records],
+                                     fromfile=a.name, tofile=b.name, lineterm="", n=context))
+
+
+@dataclass
+class Result:
+    a: Log
+    b: Log
+    differences: List[Difference]
+    diff_lines: List[str]
+
+    @property
+    def equal(self) -> bool:
+        return not self.differences and not self.diff_lines
+
+    def to_json(self) -> Dict:
+        return {"a": {"path": self.a.name, "records": len(self.a.records)},
+                "b": {"path": self.b.name, "records": len(self.b.records)},
+                "equal": self.equal,
+                "counts": dict(Counter(d.kind for d in self.differences)),
+                "differences": [asdict(d) for d in self.differences],
+                "unified_diff": self.diff_lines}
+
+
+def diff_files(path_a: Path, path_b: Path, ts_tolerance_s: Optional[float] = None,
+               masked: bool = True) -> Result:
+    a, b = (parse(*read(p), masked=masked) for p in (path_a, path_b))
+    return Result(a, b, compare(a, b, ts_tolerance_s), unified(a, b))
+
+
+COLOURS = {"missing": "31", "extra": "32", "moved": "33", "changed": "33", "cpu-order": "35",
+           "-": "31",
+           "+": "32", "@": "36"}
+
+
+def format_text(res: Result, colour: bool) -> str:
+    def paint(code: str, s: str) -> str:
+        return f"\033[{code}m{s}\033[0m" if colour and code else s
+    lines = [f"A: {res.a.name} ({len(res.a.records)} records)",
+             f"B: {res.b.name} ({len(res.b.records)} records)"]
+    if res.equal:
+        return "\n".join(lines + ["equal"]) + "\n"
+    counts = Counter(d.kind for d in res.differences)
+    lines.append("differences: " + (", ".join(f"{n} {k}" for k, n in counts.items())
+                                    or "none by record, text differs"))
+    for d in res.differences:
+        where = " ".join(x for x in (f"A:{d.a_line}" if d.a_line else "",
+                                     f"B:{d.b_line}" if d.b_line else "") if x)
+        lines.append(paint(COLOURS.get(d.kind, ""), f"{d.kind:<11} {where:<14} {d.detail}"))
+    for ln in res.diff_lines:
+        lines.append(paint(COLOURS.get(ln[:1], "") if not ln.startswith(("---", "+++"))
+                           else "1", ln))
+    return "\n".join(lines) + "\n"
+
+
+def main(path_a: str, path_b: str, as_json: bool, ts_tolerance_s: Optional[float],
+         masked: bool, colour: bool, out) -> int:
+    try:
+        res = diff_files(Path(path_a), Path(path_b), ts_tolerance_s, masked)
+    except DiffInputError as e:
+        print(f"rig diff: {e}", file=sys.stderr)
+        return 2
+    out.write(json.dumps(res.to_json(), indent=1) + "\n" if as_json
+              else format_text(res, colour))
+    return 0 if res.equal else 1
