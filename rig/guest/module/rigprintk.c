@@ -439,7 +439,13 @@ static int spin_start(void)
 		return PTR_ERR(t);
 	wake_up_process(t);
 	wait_for_completion(&spin_started);
-	pr_info("rigprintk: scen=%s cpu %d spins with interrupts off for %u ms\n",
+	/*
+	 * At ERR level, so that an emergency write puts it on the wire from
+	 * here: the printer thread's wakeup is one irq_work per console, and
+	 * when a record printed just before the spin left it pending on the
+	 * spinning CPU, no other CPU can wake the printer until the spin ends.
+	 */
+	pr_err("rigprintk: scen=%s cpu %d spins with interrupts off for %u ms\n",
 		scen, spin_cpu, spin_ms);
 	return 1;
 }
