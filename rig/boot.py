@@ -29,6 +29,7 @@ class BootRequest:
     memory_mb: int = 256
     accel: str = "tcg"            # tcg, kvm or auto (kvm only after a probe boot succeeds)
     deterministic: bool = False
+    icount_shift: int = 0         # -icount shift: 2^N ns of virtual time per instruction
     baud_model: bool = True
     uart_props: Dict[str, str] = field(default_factory=dict)   # e.g. an NMI trigger
     init_timeout_s: float = 60.0
@@ -69,7 +70,8 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
     cfg = MachineConfig(qemu=qemu.path("qemu-system-x86_64"), kernel=kernel.path("bzImage"),
                         initrd=initrd.path("initramfs"), run_dir=run_dir, cmdline=req.cmdline,
                         smp=req.smp, memory_mb=req.memory_mb, accel=accel,
-                        deterministic=req.deterministic, baud_model=req.baud_model,
+                        deterministic=req.deterministic, icount_shift=req.icount_shift,
+                        baud_model=req.baud_model,
                         uart_props=req.uart_props, warm_reset=req.warm_reset)
     slow = 4.0 if req.deterministic else 1.0
     phases = (warm_reset_phases if req.warm_reset else default_phases)(req.init_timeout_s, slow)

@@ -60,7 +60,8 @@ def cmd_boot(args) -> int:
         args.flavor = custom.CUSTOM
     req = BootRequest(flavor=args.flavor, cmdline=" ".join(args.cmdline), smp=args.smp,
                       memory_mb=args.memory, accel=args.accel,
-                      deterministic=args.deterministic, baud_model=not args.no_baud_model,
+                      deterministic=args.deterministic, icount_shift=args.icount_shift,
+                      baud_model=not args.no_baud_model,
                       init_timeout_s=args.init_timeout,
                       name=args.name)
     live = None if args.quiet else sys.stdout.buffer
@@ -151,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="tcg (default); kvm or auto only after a probe boot succeeds")
     bo.add_argument("--deterministic", action="store_true",
                     help="instruction-counted virtual time (-icount) for repeatable runs")
+    bo.add_argument("--icount-shift", type=int, default=0, metavar="N",
+                    help="with --deterministic: 2^N ns of virtual time per instruction")
     bo.add_argument("--no-baud-model", action="store_true",
                     help="let the console UART transmit at once instead of at 115200 baud")
     bo.add_argument("--init-timeout", type=float, default=60.0,

@@ -46,10 +46,12 @@ def rig_run(rig_boot):
     end cleanly (unless expect says otherwise); returns the parsed Evidence."""
     def run(flavor: str, name: str, steps: str, extra: str = "", expect: str = "clean",
             smp: int = 2, uart_props=None, qmp_when=None, baud_model: bool = True,
-            deterministic: bool = False, warm_reset: bool = False, **module) -> Evidence:
+            deterministic: bool = False, icount_shift: int = 0, warm_reset: bool = False,
+            **module) -> Evidence:
         req = BootRequest(flavor=flavor, name=name, smp=smp, uart_props=uart_props or {},
                           qmp_when=qmp_when, baud_model=baud_model,
-                          deterministic=deterministic, warm_reset=warm_reset,
+                          deterministic=deterministic, icount_shift=icount_shift,
+                          warm_reset=warm_reset,
                           cmdline=f"rig.steps={steps} {cmdline(scen=name, **module)} {extra}")
         result = rig_boot(req)
         assert result.outcome.cls == expect, (f"{name} on {flavor}: {result.outcome.cls}, "
