@@ -37,7 +37,14 @@ def test_s9_every_record_printed_or_counted_as_dropped(rig_run, flavor, like):
     # line cut the record after its dropped line and the record was then
     # overwritten, the next dropped line repeats the count. So the last
     # dropped line before a printed record holds the gap's count.
-    prev, dropped = None, 0
+    #
+    # The same carry-over when the takeover came after the record's last byte
+    # but before the printer marked it done: the record is whole on the wire,
+    # nbcon counts it not printed, and once it is overwritten the next dropped
+    # line holds the previous count again plus the record itself. That
+    # overcount is 6.12's (kernel-patches/DESIGN.md, "Found by the rig"); it is
+    # accepted only in exactly that form, so a lost record still fails.
+    prev, dropped, prev_dropped = None, 0, 0
     for line in ev.transcript.lines:
         if line.dropped is not None:
             dropped = line.dropped
@@ -49,9 +56,11 @@ def test_s9_every_record_printed_or_counted_as_dropped(rig_run, flavor, like):
             gap = range(prev + 1, t.seq)
             info_missing = sum(1 for s in gap if s not in seen and s not in emerg)
             emerg_between = sum(1 for s in gap if s in emerg)
-            assert info_missing <= dropped <= info_missing + emerg_between, (
+            exact = info_missing <= dropped <= info_missing + emerg_between
+            carried = prev_dropped + info_missing + 1
+            assert exact or (prev_dropped and carried <= dropped <= carried + emerg_between), (
                 f"between cpu0#{prev} and cpu0#{t.seq}: {info_missing} INFO records missing "
                 f"from the console, dropped lines count {dropped} ({ev.where()})")
-        prev, dropped = t.seq, 0
+        prev, dropped, prev_dropped = t.seq, 0, dropped
     first = min(seen)
     assert first == 0 or like == "patched", f"vanilla lost the first {first} records"
