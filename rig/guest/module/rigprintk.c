@@ -3,11 +3,13 @@
  * rigprintk: the printk-rig's in-guest test module.
  *
  * It drives printk from inside the guest the way the scenarios need it:
- * per-CPU floods of tagged records, NMIs that print (or panic), a CPU that
- * spins with interrupts off, panics and oopses in task, irq and NMI
- * context, a late-registered console that receives the history, markers on
- * the instrumented UART around chosen printk() calls, and the duration of
- * every printk() call it makes. It builds and runs on vanilla 6.12 and on
+ * per-CPU floods of tagged records, NMIs that print (or panic), irq_works
+ * that print in hard irq context, a CPU that spins with interrupts off,
+ * panics and oopses in task, irq and NMI context, a test console (legacy,
+ * registered early or late: it receives the history and counts the writes
+ * made in a flooding caller's context), markers on the instrumented UART
+ * around the tagged printk() calls, and the duration of every tagged
+ * printk() call of the floods, irq_works and NMIs. It builds and runs on vanilla 6.12 and on
  * the patched kernel alike.
  *
  * Configuration comes from module parameters, given on the kernel command
@@ -21,8 +23,11 @@
  *   rigprintk: scen=S cpu=C ctx=X seq=N lvl=L[ t=NS][ pad=xxx...]
  * where seq counts per CPU and per context (task, irq, nmi) from 0 and t
  * (with stamp=1) is local_clock() read just before the printk() call.
- * At the end of a run it prints one summary line per kind of call:
+ * At the end of a run it prints one summary line per kind of call (flood,
+ * irq, nmi):
  *   rigprintk: stat scen=S kind=K calls=N p50_ns=.. p99_ns=.. p999_ns=.. max_ns=..
+ * and, when the test console is registered,
+ *   rigprintk: console scen=S writes=N by_flood_callers=M
  *
  * Markers (32-bit writes to the UART's marker port) are
  *   MARK_RUN_BEGIN, MARK_RUN_END, MARK_SPIN_BEGIN/END (written by the spinning
@@ -46,6 +51,7 @@
 #include <linux/printk.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
+#include <linux/smp.h>
 #include <linux/sort.h>
 #include <linux/vmalloc.h>
 #include <asm/apic.h>
@@ -128,6 +134,14 @@ static unsigned long unknown_nmi_cpus = ~0UL;
 module_param(unknown_nmi_cpus, ulong, 0644);
 MODULE_PARM_DESC(unknown_nmi_cpus, "CPUs on which those NMIs print (others only claim them)");
 
+static unsigned long irq_cpus;
+module_param(irq_cpus, ulong, 0644);
+MODULE_PARM_DESC(irq_cpus, "mask of CPUs on which an irq_work prints tagged messages in hard irq context");
+
+static int irq_level = 6;
+module_param(irq_level, int, 0644);
+MODULE_PARM_DESC(irq_level, "loglevel of those messages (default 6, INFO); nmi_count of them per CPU");
+
 static int printer_cpu = -1;
 module_param(printer_cpu, int, 0644);
 MODULE_PARM_DESC(printer_cpu, "pin the consoles' printer threads to this CPU during the run (-1: no)");
@@ -138,7 +152,7 @@ MODULE_PARM_DESC(spin_cpu, "CPU that spins with interrupts off during the run (-
 
 static unsigned int spin_ms;
 module_param(spin_ms, uint, 0644);
-MODULE_PARM_DESC(spin_ms, "how long it spins");
+MODULE_PARM_DESC(spin_ms, "how long it spins at least (on, while an NMI sent to it is pending)");
 
 static char *crash = "none";
 module_param(crash, charp, 0644);
@@ -151,6 +165,10 @@ MODULE_PARM_DESC(crash_cpu, "CPU for the NMI crash (-1: the last online CPU)");
 static bool late_console;
 module_param(late_console, bool, 0644);
 MODULE_PARM_DESC(late_console, "register a test console at the end of the run (it receives the history)");
+
+static bool test_console_early;
+module_param_named(early_console, test_console_early, bool, 0644);
+MODULE_PARM_DESC(early_console, "register the test console at the start of the run (it prints along)");
 
 static bool markers;
 module_param(markers, bool, 0644);
@@ -174,7 +192,7 @@ struct timing {
 	atomic_t calls;
 };
 
-static struct timing task_timing, nmi_timing;
+static struct timing task_timing, irq_timing, nmi_timing;
 static char pad[1024];
 
 /* Markers of the run and the spin are always written; per-call ones on request. */
@@ -319,6 +337,26 @@ static int floods_start(void)
 
 /* ---- NMIs --------------------------------------------------------------- */
 
+/*
+ * Set while an NMI aimed at the spinning CPU has not yet been handled there:
+ * the spin goes on past spin_ms until it is (at most SPIN_NMI_WAIT_MS more),
+ * so that the NMI lands inside the window however late the host runs the
+ * sender. Cleared by the NMI handlers on spin_cpu.
+ */
+static atomic_t spin_awaits_nmi;
+#define SPIN_NMI_WAIT_MS	5000
+
+static bool spin_targets(unsigned long cpus)
+{
+	return spin_cpu < BITS_PER_LONG && (cpus & BIT(spin_cpu));
+}
+
+static void spin_nmi_handled(void)
+{
+	if (smp_processor_id() == spin_cpu)
+		atomic_set(&spin_awaits_nmi, 0);
+}
+
 static DEFINE_PER_CPU(bool, nmi_armed);
 static atomic_t nmis_seen;
 static atomic_t crash_nmi_armed;
@@ -347,6 +385,7 @@ static int rig_nmi_local(unsigned int type, struct pt_regs *regs)
 		return NMI_DONE;
 	this_cpu_write(nmi_armed, false);
 	nmi_print();
+	spin_nmi_handled();
 	atomic_inc(&nmis_seen);
 	if (nmi_then_panic)
 		panic("rigprintk: panic from the NMI handler on CPU %d", smp_processor_id());
@@ -362,6 +401,7 @@ static int rig_nmi_unknown(unsigned int type, struct pt_regs *regs)
 	if (cpu >= BITS_PER_LONG || !(unknown_nmi_cpus & BIT(cpu)))
 		return NMI_HANDLED;
 	nmi_print();
+	spin_nmi_handled();
 	atomic_inc(&nmis_seen);
 	if (nmi_then_panic)
 		panic("rigprintk: panic from an unknown NMI on CPU %u", cpu);
@@ -393,24 +433,69 @@ static void nmis_send(void)
 		pr_err("rigprintk: %d of %u NMIs handled\n", atomic_read(&nmis_seen), sent);
 }
 
+/* ---- tagged messages from hard irq context ---------------------------------- */
+
+static DEFINE_PER_CPU(struct irq_work, print_irq_work);
+static atomic_t irqs_seen;
+
+static void irq_print_fn(struct irq_work *w)
+{
+	unsigned int i;
+
+	for (i = 0; i < nmi_count; i++)
+		tagged_printk(irq_level, 0, &irq_timing);
+	atomic_inc(&irqs_seen);
+}
+
+/* On the target CPU (irq_work_queue_on() is not exported): raise its irq_work. */
+static void irq_raise_here(void *unused)
+{
+	irq_work_queue(this_cpu_ptr(&print_irq_work));
+}
+
+static void irqs_send(void)
+{
+	unsigned int cpu, sent = 0;
+	int waited;
+
+	atomic_set(&irqs_seen, 0);
+	for_each_online_cpu(cpu) {
+		if (cpu >= BITS_PER_LONG || !(irq_cpus & BIT(cpu)))
+			continue;
+		/* Hard irq context, also on PREEMPT_RT. */
+		*per_cpu_ptr(&print_irq_work, cpu) = IRQ_WORK_INIT_HARD(irq_print_fn);
+		smp_call_function_single(cpu, irq_raise_here, NULL, 1);
+		sent++;
+	}
+	for (waited = 0; atomic_read(&irqs_seen) < sent && waited < 5000; waited++)
+		usleep_range(1000, 2000);
+	if (atomic_read(&irqs_seen) < sent)
+		pr_err("rigprintk: %d of %u irq_works ran\n", atomic_read(&irqs_seen), sent);
+}
+
 /* ---- a CPU spinning with interrupts off ------------------------------------ */
 
 static DECLARE_COMPLETION(spin_started);
 static DECLARE_COMPLETION(spin_done);
 static struct cpumask run_cpus;
-
+/* local_clock() when the spin began and ended, printed with "spin done". */
+static u64 spin_begin_ns, spin_end_ns;
 static int spin_fn(void *unused)
 {
-	u64 end;
+	u64 now, end, limit;
 
 	local_irq_disable();
 	complete(&spin_started);
 	mark_always(MARK_SPIN_BEGIN);
-	end = local_clock() + (u64)spin_ms * NSEC_PER_MSEC;
-	while (local_clock() < end) {
+	now = spin_begin_ns = local_clock();
+	end = now + (u64)spin_ms * NSEC_PER_MSEC;
+	limit = end + (u64)SPIN_NMI_WAIT_MS * NSEC_PER_MSEC;
+	while (now < end || (atomic_read(&spin_awaits_nmi) && now < limit)) {
 		touch_nmi_watchdog();
 		cpu_relax();
+		now = local_clock();
 	}
+	spin_end_ns = now;
 	mark_always(MARK_SPIN_END);
 	local_irq_enable();
 	complete(&spin_done);
@@ -427,6 +512,8 @@ static int spin_start(void)
 		return -EINVAL;
 	reinit_completion(&spin_started);
 	reinit_completion(&spin_done);
+	atomic_set(&spin_awaits_nmi, spin_targets(nmi_cpus) ||
+		   (unknown_nmi && spin_targets(unknown_nmi_cpus)));
 	/*
 	 * Announce the spin from another CPU: a task woken by the spinner
 	 * may be queued on the spinning CPU and then waits for the spin's end.
@@ -503,17 +590,33 @@ static int crash_start(void)
 	return 0;
 }
 
-/* ---- the late test console --------------------------------------------------- */
+/* ---- the test console (registered early or late) ------------------------------ */
 
 #define CONLOG_SIZE	(512 * 1024)
 static char *conlog;
 static size_t conlog_len;
 static DEFINE_SPINLOCK(conlog_lock);
 
+static atomic_t conlog_writes, conlog_writes_by_flooders;
+
+/*
+ * The flood threads do nothing but printk(): a write in one of them is a
+ * write in the printk() caller's context, which the printer threads of the
+ * seed design avoid for every console, legacy ones like this one included.
+ */
+static bool in_flood_thread(void)
+{
+	return in_task() && (current->flags & PF_KTHREAD) &&
+	       !strncmp(current->comm, "rigflood/", 9);
+}
+
 static void rig_console_write(struct console *con, const char *s, unsigned int n)
 {
 	unsigned long flags;
 
+	atomic_inc(&conlog_writes);
+	if (in_flood_thread())
+		atomic_inc(&conlog_writes_by_flooders);
 	spin_lock_irqsave(&conlog_lock, flags);
 	n = min_t(size_t, n, CONLOG_SIZE - conlog_len);
 	memcpy(conlog + conlog_len, s, n);
@@ -540,6 +643,28 @@ static const struct file_operations conlog_fops = {
 };
 
 static struct dentry *debug_dir;
+
+/* Register the test console once; it receives the history (CON_PRINTBUFFER). */
+static int test_console_register(void)
+{
+	if (conlog)
+		return 0;
+	conlog = vzalloc(CONLOG_SIZE);
+	if (!conlog)
+		return -ENOMEM;
+	atomic_set(&conlog_writes, 0);
+	atomic_set(&conlog_writes_by_flooders, 0);
+	register_console(&rig_console);
+	return 0;
+}
+
+static void test_console_report(void)
+{
+	if (conlog)
+		pr_info("rigprintk: console scen=%s writes=%d by_flood_callers=%d\n",
+			scen, atomic_read(&conlog_writes),
+			atomic_read(&conlog_writes_by_flooders));
+}
 
 /* ---- pinning the printer threads ------------------------------------------------ */
 
@@ -606,8 +731,13 @@ static int do_run(void)
 	mark_always(MARK_RUN_BEGIN);
 	pr_info("rigprintk: scen=%s run begin\n", scen);
 
-	if (timing_init(&nmi_timing, 4096))
+	if (timing_init(&nmi_timing, 4096) || timing_init(&irq_timing, 4096))
 		return -ENOMEM;
+	if (test_console_early) {
+		ret = test_console_register();
+		if (ret)
+			return ret;
+	}
 	pin_printers(printer_cpu);
 
 	floods = floods_start();
@@ -627,30 +757,35 @@ static int do_run(void)
 		return spinning;
 	if (nmi_cpus)
 		nmis_send();
+	if (irq_cpus)
+		irqs_send();
 	ret = crash_start();
 	if (ret)
 		return ret;
 
 	if (spinning) {
 		wait_for_completion(&spin_done);
-		pr_info("rigprintk: scen=%s cpu %d spin done\n", scen, spin_cpu);
+		pr_info("rigprintk: scen=%s cpu %d spin done begin_ns=%llu end_ns=%llu\n",
+			scen, spin_cpu, spin_begin_ns, spin_end_ns);
 		set_cpus_allowed_ptr(current, cpu_possible_mask);
 	}
 	if (floods && !flood_wait)
 		wait_for_completion(&floods_done);
 
 	/* Last, so that it gets the history of everything above. */
-	if (late_console && !conlog) {
-		conlog = vzalloc(CONLOG_SIZE);
-		if (!conlog)
-			return -ENOMEM;
-		register_console(&rig_console);
+	if (late_console) {
+		ret = test_console_register();
+		if (ret)
+			return ret;
 	}
 
 	timing_report(&task_timing, "flood");
+	timing_report(&irq_timing, "irq");
 	timing_report(&nmi_timing, "nmi");
 	timing_free(&task_timing);
+	timing_free(&irq_timing);
 	timing_free(&nmi_timing);
+	test_console_report();
 	pr_info("rigprintk: scen=%s run end\n", scen);
 	mark_always(MARK_RUN_END);
 	return 0;
