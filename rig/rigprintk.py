@@ -19,6 +19,9 @@ STAT_RE = re.compile(r"rigprintk: stat scen=(?P<scen>\S+) kind=(?P<kind>\w+) cal
                      r"p50_ns=(?P<p50>\d+) p99_ns=(?P<p99>\d+) p999_ns=(?P<p999>\d+) "
                      r"max_ns=(?P<max>\d+)$")
 
+CONSOLE_STAT_RE = re.compile(r"rigprintk: console scen=(?P<scen>\S+) writes=(?P<writes>\d+) "
+                             r"by_flood_callers=(?P<by_callers>\d+)$")
+
 
 @dataclass(frozen=True)
 class Tag:
@@ -56,6 +59,17 @@ def stats(texts: Iterable[str]) -> Dict[str, Dict[str, int]]:
         if m:
             out[m["kind"]] = {k: int(m[k]) for k in ("calls", "p50", "p99", "p999", "max")}
     return out
+
+
+def console_stats(texts: Iterable[str]) -> Optional[Dict[str, int]]:
+    """{writes, by_callers} from the module's test console summary line: how
+    often the test console's write() ran, and how often in a flood thread,
+    i.e. in the printk() caller's context."""
+    for t in texts:
+        m = CONSOLE_STAT_RE.search(t)
+        if m:
+            return {"writes": int(m["writes"]), "by_callers": int(m["by_callers"])}
+    return None
 
 
 def cmdline(**params) -> str:

@@ -1,12 +1,15 @@
 """The patched kernel's features that the catalogue does not cover on its
 own: emergency output from NMI while the printer thread has a backlog (with
-IER across the takeover) and timestamps taken at the call under
-printk_delay. Vanilla runs the same module and shows what it does instead.
-CPU tagging and the emergency loglevel controls are S2 and S15."""
+IER across the takeover), an emergency write that cannot be done (the NMI
+lands on the CPU that is writing), legacy consoles printed by the printer
+thread, and timestamps taken at the call under printk_delay. Vanilla runs
+the same module and shows what it does instead. CPU tagging and the
+emergency loglevel controls are S2 and S15."""
 import pytest
 
+from rig import logparse
 from rig.properties import assert_ier_restored, assert_immediate
-from rig.rigprintk import mask, parse_tag, stats
+from rig.rigprintk import console_stats, mask, parse_tag, stats
 
 pytestmark = pytest.mark.boots
 
@@ -60,6 +63,66 @@ def test_vanilla_runs_the_module_and_prints_in_the_callers_context(rig_run):
     # the caller waits for the wire (about 6 ms a line at 115200 baud).
     assert all(ln.cpu is None for ln, _ in tagged)
     assert s["flood"]["p50"] > 1_000_000, f"vanilla INFO printk() p50 {s['flood']['p50']} ns"
+
+
+# --- an emergency write that cannot be done loses nothing ---------------------------
+
+# The UART fires an NMI at the vCPU that writes byte 40 of this line, right
+# after that byte: the writer is then inside its unsafe region, so the NMI's
+# emergency write cannot take the console over, nor wait for a CPU that is
+# itself. The record must follow in order, once; the interrupted line goes
+# on whole.
+WRITER_VICTIM = "rigprintk: scen=nmi-writer cpu=0 ctx=task seq=5 "
+
+
+@pytest.mark.nmi
+@pytest.mark.emergency
+@pytest.mark.parametrize("write", ["thread", "atomic"])
+def test_nmi_on_the_writing_cpu_defers_its_record_without_loss(rig_run, flavor, write):
+    # thread: INFO lines, written by the printer thread (patched, pinned to
+    # CPU 1) or by the caller (vanilla); atomic: ERR lines, each written by
+    # its caller on CPU 0 through write_atomic() (patched).
+    ev = rig_run(flavor, "nmi-writer", "run", flood_count=10, flood_cpus=mask([0]),
+                 flood_len=120, flood_level=6 if write == "thread" else 3, printer_cpu=1,
+                 unknown_nmi=True, nmi_level=3,
+                 uart_props={"nmi-pattern": WRITER_VICTIM, "nmi-pattern-offset": "40"})
+    fired = [r for r in ev.log.records if r.reg == "NMI"]
+    assert len(fired) == 1, f"the UART fired {len(fired)} NMIs ({ev.where()})"
+    tagged = ev.tagged("nmi-writer")
+    nmi = [(ln, t) for ln, t in tagged if t.ctx == "nmi"]
+    assert len(nmi) == 1, (f"the NMI's record is on the console {len(nmi)} times, not once "
+                           f"({ev.where()})")
+    victim = [ln for ln, t in tagged if t.ctx == "task" and t.seq == 5]
+    assert len(victim) == 1 and not any(WRITER_VICTIM in w.raw for _, w in
+                                        ev.transcript.interrupted), (
+        f"the interrupted line is not on the console once and whole ({ev.where()})")
+    assert nmi[0][0].lineno > victim[0].lineno, (
+        f"the NMI's record (console line {nmi[0][0].lineno}) came before the end of the line "
+        f"its CPU was writing (line {victim[0].lineno}) ({ev.where()})")
+    flood = sorted(t.seq for _, t in tagged if t.ctx == "task")
+    assert flood == list(range(10)), f"flood lines lost or doubled: {flood} ({ev.where()})"
+    assert_ier_restored(ev)
+
+
+# --- legacy consoles are printed by the printer thread -------------------------------
+
+def test_legacy_console_is_printed_by_the_printer_thread(rig_run, flavor, lacks):
+    lacks("vanilla", "legacy consoles are printed in the printk() caller's context "
+                     "(6.12 has the legacy printer thread only on PREEMPT_RT)")
+    ev = rig_run(flavor, "legacy", "run,conlog", flood_count=200, flood_cpus=mask([0, 1]),
+                 early_console=True)
+    got = [t for t in (parse_tag(ln) for ln in logparse.split_lines(ev.side.section("conlog")))
+           if t and t.scen == "legacy"]
+    for cpu in (0, 1):
+        seqs = [t.seq for t in got if t.cpu == cpu]
+        assert seqs == list(range(200)), (
+            f"the legacy test console got {len(seqs)} of cpu{cpu}'s 200 records, or out of "
+            f"order ({ev.where()})")
+    s = console_stats(ln.text for ln in ev.transcript.lines)
+    assert s is not None, f"no test console summary line ({ev.where()})"
+    assert s["by_callers"] == 0, (
+        f"{s['by_callers']} of the legacy console's {s['writes']} writes ran in a flooding "
+        f"printk() caller's context, not in the printer thread ({ev.where()})")
 
 
 # --- timestamps are taken at the call -------------------------------------------

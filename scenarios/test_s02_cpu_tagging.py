@@ -9,6 +9,7 @@ import re
 import pytest
 
 from rig.properties import assert_contiguous
+from rig.rigprintk import mask, parse_tag
 
 pytestmark = [pytest.mark.boots, pytest.mark.cpuid]
 
@@ -17,15 +18,25 @@ CPU_FIELD = re.compile(r"^\[\s*\d+\.\d{6}\] \d{3}: ")
 
 def test_s2_cpu_field(rig_run, flavor, lacks):
     lacks("vanilla", "no CPU field in console lines or /dev/kmsg (seed: add processor number)")
-    ev = rig_run(flavor, "S2", "run,kmsg", flood_count=30, flood_emerg_every=5, flood_len=20)
+    # Tagged records from task (floods), hard irq (irq_work) and NMI (IPI)
+    # context on both CPUs: 2 x (30 + 1 + 1).
+    ev = rig_run(flavor, "S2", "run,kmsg", flood_count=30, flood_emerg_every=5, flood_len=20,
+                 irq_cpus=mask([0, 1]), nmi_cpus=mask([0, 1]))
     lines = [ln for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
     bad = [ln for ln in lines if not CPU_FIELD.match(ln.raw)]
     assert not bad, (f"console line {bad[0].lineno} has no CPU field: {bad[0].raw[:80]!r} "
                      f"({len(bad)} of {len(lines)}; {ev.where()})")
     bad = [r for r in ev.kmsg if not (r.extra and r.extra[0].isdigit())]
     assert not bad, f"/dev/kmsg record seq {bad[0].seq} has no CPU header field ({ev.where()})"
+    for r in ev.kmsg:
+        tag = parse_tag(r.text)
+        if tag and tag.scen == "S2":
+            assert int(r.extra[0]) == tag.cpu, (
+                f"/dev/kmsg record seq {r.seq} has CPU field {r.extra[0]}, the module printed "
+                f"it on CPU {tag.cpu} ({ev.where()})")
     tagged = ev.tagged("S2")
-    assert len(tagged) == 60, f"{len(tagged)} of 60 tagged lines on the console ({ev.where()})"
+    assert len(tagged) == 64, f"{len(tagged)} of 64 tagged lines on the console ({ev.where()})"
+    assert {t.ctx for _, t in tagged} == {"task", "irq", "nmi"}, ev.where()
     for line, tag in tagged:
         assert line.cpu == tag.cpu, (f"line {line.lineno} says CPU {line.cpu}, the module "
                                      f"printed it on CPU {tag.cpu}: {line.raw!r}")

@@ -24,7 +24,7 @@
  *                            CRLF included, default 1000), bracketed
  *                            by markers 1 and 2 on the UART's marker port
  *                     run    run the test module's configured actions
- *                     conlog send what the module's late console received
+ *                     conlog send what the module's test console received
  *                     dmesg  run util-linux dmesg (/dev/kmsg) and busybox
  *                            dmesg (syslog(2)), send what they print
  *                     kmsgtest / syslogtest  run /bin/kmsgtest (rig/guest/

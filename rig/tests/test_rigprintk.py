@@ -1,4 +1,5 @@
-from rig.rigprintk import MARK_AFTER, MARK_BEFORE, cmdline, mask, parse_tag, stats
+from rig.rigprintk import (MARK_AFTER, MARK_BEFORE, cmdline, console_stats, mask, parse_tag,
+                          stats)
 
 
 def test_tag_with_stamp_and_padding():
@@ -22,6 +23,12 @@ def test_stats_line():
     s = stats(["noise", "rigprintk: stat scen=a kind=flood calls=10 p50_ns=1 p99_ns=2 "
                         "p999_ns=3 max_ns=4"])
     assert s == {"flood": {"calls": 10, "p50": 1, "p99": 2, "p999": 3, "max": 4}}
+
+
+def test_console_stats_line():
+    line = "[    2.000000] 001: rigprintk: console scen=legacy writes=812 by_flood_callers=0"
+    assert console_stats(["noise", line]) == {"writes": 812, "by_callers": 0}
+    assert console_stats(["rigprintk: console scen=x writes=3"]) is None
 
 
 def test_cmdline_and_mask():
