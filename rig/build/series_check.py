@@ -8,6 +8,7 @@ kernel, so it runs again exactly when the series, the source or the config
 changes. Failures are recorded, not raised: the suite's test reads them and
 names the patch and the problem.
 """
+import os
 import re
 import shutil
 import subprocess
@@ -20,7 +21,8 @@ from rig.build.patching import apply_patch, read_series
 from rig.build.runner import BuildError, run_logged, tail
 
 LABEL = "series-check"
-RECIPE = "patch --fuzz=0; checkpatch.pl --strict --quiet; olddefconfig + make all after each"
+RECIPE = ("git apply --check; patch --fuzz=0; checkpatch.pl --strict --quiet; "
+          "olddefconfig + make all after each")
 
 
 def series_check_step() -> Step:
@@ -32,6 +34,7 @@ def series_check_step() -> Step:
 def _check_one(tree: Path, patch: Path, log: Path) -> dict:
     result = {"patch": patch.name, "applies": False, "offsets": [], "checkpatch": None,
               "builds": False}
+    result["git_apply"], result["git_apply_error"] = git_apply_check(tree, patch)
     try:
         report = apply_patch(tree, patch, SERIES, log)
     except BuildError as e:
@@ -41,6 +44,16 @@ def _check_one(tree: Path, patch: Path, log: Path) -> dict:
     result["offsets"] = re.findall(r"Hunk #\d+ succeeded at \d+ \(offset -?\d+ lines?\)", report)
     result["checkpatch_status"], result["checkpatch"] = run_checkpatch(tree, patch)
     return result
+
+
+def git_apply_check(tree: Path, patch: Path):
+    """(ok, message) of `git apply --check` (no fuzz) on tree, which is not a
+    git work tree: the ceiling keeps git from finding a repository above it,
+    where it would skip the paths outside the current directory."""
+    env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(tree.parent))
+    cp = subprocess.run(["git", "apply", "--check", "-p1", str(patch)], cwd=tree, env=env,
+                        capture_output=True, text=True)
+    return cp.returncode == 0, (cp.stdout + cp.stderr).strip()
 
 
 def run_checkpatch(tree: Path, patch: Path):
@@ -79,7 +92,7 @@ def _build(out: Path) -> dict:
     shutil.rmtree(tree, ignore_errors=True)
     shutil.rmtree(bld, ignore_errors=True)
     ok = len(results) == len(patches) and all(
-        r["applies"] and r["builds"] and r.get("checkpatch_status") == 0 and not r["checkpatch"]
+        r["applies"] and r["git_apply"] and r["builds"] and r.get("checkpatch_status") == 0 and not r["checkpatch"]
         for r in results)
     return {"results": results, "ok": ok, "log": "check.log"}
 

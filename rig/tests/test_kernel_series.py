@@ -9,22 +9,28 @@ from rig.build.kernel import SERIES
 from rig.build.series_check import build_series_check
 
 
+BUILDS = pytest.mark.builds
+
+
 @pytest.fixture(scope="module")
 def verdicts():
     return build_series_check()["outputs"]
 
 
+@BUILDS
 def test_every_patch_of_the_series_was_checked(verdicts):
     names = [r["patch"] for r in verdicts["results"]]
     assert names == [p.name for p in read_series(SERIES)], (
         f"checked {names}; a patch that does not apply stops the check there")
 
 
+@BUILDS
 @pytest.mark.parametrize("patch", [p.name for p in read_series(SERIES)])
 def test_patch_applies_without_fuzz_is_checkpatch_clean_and_builds(verdicts, patch):
     r = next((r for r in verdicts["results"] if r["patch"] == patch), None)
     assert r is not None, f"{patch} was not reached: an earlier patch does not apply"
     assert r["applies"], f"{patch} does not apply with --fuzz=0:\n{r.get('apply_error')}"
+    assert r["git_apply"], f"`git apply --check` refuses {patch}:\n{r.get('git_apply_error')}"
     assert r["checkpatch_status"] == 0 and not r["checkpatch"], (
         f"scripts/checkpatch.pl --strict on {patch}:\n{r['checkpatch']}")
     assert r["builds"], (f"the kernel does not build with {patch} and the patches before "
@@ -50,6 +56,7 @@ diff --git a/kernel/printk/printk.c b/kernel/printk/printk.c
 """
 
 
+@BUILDS
 def test_checkpatch_check_can_fail(tmp_path):
     """The check reads the tree's own checkpatch.pl: a bad patch must be reported."""
     from rig.build import artifacts
@@ -64,6 +71,7 @@ def test_checkpatch_check_can_fail(tmp_path):
 MUTANT_SERIES = [p.name for p in read_series(SERIES.parent / "mutants" / "series")]
 
 
+@BUILDS
 @pytest.mark.parametrize("mutant", MUTANT_SERIES)
 def test_mutant_applies_on_top_of_the_series(mutant):
     """Each mutant (make mutants) applies to the patched tree with no fuzz."""
@@ -84,3 +92,29 @@ def test_unknown_mutant_is_named(monkeypatch):
         kernel.mutant()
     monkeypatch.setenv("RIG_MUTANT", "ier-not-restored")
     assert kernel.mutant().name == "ier-not-restored.patch"
+
+
+GOOD = """--- a/a.txt
++++ b/a.txt
+@@ -1,2 +1,2 @@
+ one
+-two
++zwei
+"""
+
+
+@pytest.mark.parametrize("inside_repo", [False, True])
+def test_git_apply_check_refuses_a_patch_that_needs_fuzz(tmp_path, inside_repo):
+    import subprocess
+    from rig.build.series_check import git_apply_check
+    if inside_repo:     # a repository above the tree must not make git skip the paths
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    tree = tmp_path / "src"
+    tree.mkdir()
+    (tree / "a.txt").write_text("one\ntwo\n")
+    good, bad = tmp_path / "good.patch", tmp_path / "bad.patch"
+    good.write_text(GOOD)
+    bad.write_text(GOOD.replace(" one", " uno"))
+    assert git_apply_check(tree, good) == (True, "")
+    ok, msg = git_apply_check(tree, bad)
+    assert not ok and "a.txt" in msg, msg
