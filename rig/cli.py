@@ -50,8 +50,6 @@ def report_series_check(force: bool) -> bool:
 def cmd_boot(args) -> int:
     from rig.boot import BootRequest, boot
     from rig.checks import boot_checks
-    from rig.machine import install_signal_cleanup
-    install_signal_cleanup()
     if args.kernel:
         from rig.build import custom
         os.environ[custom.ENV_IMAGE] = str(Path(args.kernel).resolve())
@@ -211,6 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     from rig.build.runner import BuildError
     args = build_parser().parse_args(argv)
+    # SIGTERM/SIGHUP unwind like Ctrl-C: builds kill their make process group
+    # and boots their QEMU on the way out.
+    from rig.machine import install_signal_cleanup
+    install_signal_cleanup()
     if getattr(args, "flavor", None) is None and args.cmd == "build":
         args.flavor = list(paths.FLAVORS)
     try:

@@ -28,6 +28,10 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    # SIGTERM/SIGHUP unwind like Ctrl-C, so that a build started by a test
+    # kills its make process group and a boot its QEMU.
+    from rig.machine import install_signal_cleanup
+    install_signal_cleanup()
     # In the environment, so that build subprocesses and xdist workers see it too.
     image = config.getoption("kernel")
     if image:
