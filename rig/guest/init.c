@@ -25,6 +25,10 @@
  *                            by markers 1 and 2 on the UART's marker port
  *                     run    run the test module's configured actions
  *                     conlog send what the module's test console received
+ *                     follow start a /dev/kmsg reader that falls behind
+ *                            (kmsgtest follow, rig.follow_delay_us after each
+ *                            record) until the module's "run end" record;
+ *                            followed waits for it and sends what it read
  *                     dmesg  run util-linux dmesg (/dev/kmsg) and busybox
  *                            dmesg (syslog(2)), send what they print
  *                     kmsgtest / syslogtest  run /bin/kmsgtest (rig/guest/
@@ -55,6 +59,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,14 +147,14 @@ static void side_section(const char *name, const char *data, size_t len)
 	side_printf("\n@@rig end %s\n", name);
 }
 
-/* Value of rig.NAME= on the command line, or NULL. */
-static const char *param(const char *name, char *out, size_t outlen)
+/* Value of KEY= (a whole kernel parameter name) on the command line, or NULL. */
+static const char *cmdline_value(const char *name, char *out, size_t outlen)
 {
 	char key[64];
 	const char *p = cmdline;
 	size_t klen;
 
-	klen = snprintf(key, sizeof(key), "rig.%s=", name);
+	klen = snprintf(key, sizeof(key), "%s=", name);
 	while ((p = strstr(p, key)) != NULL) {
 		if (p == cmdline || p[-1] == ' ') {
 			size_t n = strcspn(p + klen, " \n");
@@ -163,6 +168,15 @@ static const char *param(const char *name, char *out, size_t outlen)
 		p += klen;
 	}
 	return NULL;
+}
+
+/* Value of rig.NAME= on the command line, or NULL. */
+static const char *param(const char *name, char *out, size_t outlen)
+{
+	char key[64];
+
+	snprintf(key, sizeof(key), "rig.%s", name);
+	return cmdline_value(key, out, outlen);
 }
 
 static int flag(const char *name)
@@ -524,6 +538,68 @@ static int run_capture(const char *name, char *const argv[])
 	return 0;
 }
 
+/*
+ * follow: start "kmsgtest follow" in the background, a /dev/kmsg reader
+ * that falls behind (rig.follow_delay_us after each record) until the
+ * module's "run end" record; followed: wait for it and send what it saw.
+ */
+#define FOLLOW_OUT "/tmp/follow.out"
+static pid_t follow_pid = -1;
+
+static int step_follow(void)
+{
+	char scen[64] = "none", delay[32] = "0", stop[96];
+	int fd;
+
+	param("follow_delay_us", delay, sizeof(delay));
+	cmdline_value("rigprintk.scen", scen, sizeof(scen));
+	snprintf(stop, sizeof(stop), "rigprintk: scen=%s run end", scen);
+	fd = open(FOLLOW_OUT, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return -1;
+	follow_pid = fork();
+	if (follow_pid == 0) {
+		char *argv[] = { "/bin/kmsgtest", "follow", stop, delay, NULL };
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(fd);
+	return follow_pid < 0 ? -1 : 0;
+}
+
+static int step_followed(void)
+{
+	static char out[2 << 20];
+	char status[32];
+	int wstatus = 0, waited;
+	ssize_t n;
+
+	if (follow_pid <= 0) {
+		say("step followed: no follow step before");
+		return -1;
+	}
+	for (waited = 0; waitpid(follow_pid, &wstatus, WNOHANG) == 0; waited++) {
+		if (waited == 300) {
+			say("step followed: the reader did not reach the run's end in 30 s");
+			kill(follow_pid, SIGKILL);
+			waitpid(follow_pid, &wstatus, 0);
+			break;
+		}
+		usleep(100000);
+	}
+	n = read_file(FOLLOW_OUT, out, sizeof(out));
+	if (n < 0)
+		return -1;
+	side_section("follow", out, n);
+	snprintf(status, sizeof(status), "%d\n",
+		 WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus));
+	side_section("follow-status", status, strlen(status));
+	return 0;
+}
+
 static int step_dmesg(void)
 {
 	char *util[] = { "/usr/bin/dmesg", "--decode", "--nopager", "--color=never", NULL };
@@ -569,6 +645,10 @@ static int run_step(const char *name)
 		return step_pstore();
 	if (!strcmp(name, "dmesg"))
 		return step_dmesg();
+	if (!strcmp(name, "follow"))
+		return step_follow();
+	if (!strcmp(name, "followed"))
+		return step_followed();
 	if (!strcmp(name, "kmsgtest")) {
 		char *argv[] = { "/bin/kmsgtest", NULL };
 

@@ -2,8 +2,9 @@
 /*
  * kmsgtest: exercise /dev/kmsg and syslog(2) from inside the guest and print
  * what happened, one "name value..." line per observation. It judges
- * nothing: the host-side scenarios (S11, S12) compare the observations with
- * the documented ABI (Documentation/ABI/testing/dev-kmsg, syslog(2)).
+ * nothing: the host-side scenarios (S11, S12, and S9 with "follow") compare
+ * the observations with the documented ABI
+ * (Documentation/ABI/testing/dev-kmsg, syslog(2)).
  *
  * Records it writes carry "kmsgtest:" so that the host can find them.
  */
@@ -218,9 +219,70 @@ static void s12(void)
 	close(fd);
 }
 
+/*
+ * S9: follow /dev/kmsg like a logging daemon that falls behind, from the
+ * first record in the buffer until a record containing @stop, sleeping
+ * @delay_us after each record. Print "r SEQ CPU CTX TAGSEQ" per record (the
+ * test module's tag, or "- - -"), "EPIPE" for each overrun, and finally
+ * "end RECORDS EPIPES". The host checks that every gap in SEQ follows an
+ * EPIPE and that every flood record was read or fell into such a gap.
+ */
+static int follow(const char *stop, unsigned int delay_us)
+{
+	static char buf[REC_MAX];
+	unsigned long records = 0, epipes = 0;
+	int fd = open("/dev/kmsg", O_RDONLY);
+
+	if (fd < 0) {
+		printf("open-error %s\n", strerror(errno));
+		return 1;
+	}
+	for (;;) {
+		unsigned int prio, cpu, tagseq;
+		unsigned long long seq;
+		char ctx[16];
+		const char *text, *tag;
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+
+		if (n < 0 && errno == EPIPE) {
+			epipes++;
+			printf("EPIPE\n");
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			printf("read-error %s\n", n < 0 ? strerror(errno) : "EOF");
+			return 1;
+		}
+		buf[n] = '\0';
+		if (sscanf(buf, "%u,%llu,", &prio, &seq) != 2) {
+			printf("bad-record %.60s\n", buf);
+			return 1;
+		}
+		records++;
+		text = strchr(buf, ';');
+		tag = text ? strstr(text, "rigprintk: scen=") : NULL;
+		if (tag && sscanf(tag, "rigprintk: scen=%*s cpu=%u ctx=%15s seq=%u",
+				  &cpu, ctx, &tagseq) == 3)
+			printf("r %llu %u %s %u\n", seq, cpu, ctx, tagseq);
+		else
+			printf("r %llu - - -\n", seq);
+		if (text && strstr(text, stop))
+			break;
+		if (delay_us)
+			usleep(delay_us);
+	}
+	printf("end %lu %lu\n", records, epipes);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+	if (argc > 3 && !strcmp(argv[1], "follow"))
+		return follow(argv[2], strtoul(argv[3], NULL, 0));
 	if (argc > 1 && !strcmp(argv[1], "syslog"))
 		s12();
 	else
