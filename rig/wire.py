@@ -8,7 +8,7 @@ immediacy ("all bytes between these markers") and latency are read off
 exactly.
 """
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from rig.uartlog import Record, UartLog
 
@@ -75,3 +75,72 @@ def marker(log: UartLog, value: int, after_seq: int = -1) -> Optional[Record]:
     """The first MARKER record with value after log record after_seq."""
     return next((r for r in log.records
                  if r.reg == "MARKER" and r.value == value and r.seq > after_seq), None)
+
+
+# --- timing on the wire ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LineFormat:
+    """What the guest programmed: baud rate and bits per character."""
+    baud: float
+    bits_per_char: int
+
+    @property
+    def char_ns(self) -> float:
+        return self.bits_per_char * 1e9 / self.baud
+
+
+def programmed_format(log: UartLog, before_seq: Optional[int] = None) -> LineFormat:
+    """Baud rate (base baud / divisor) and character size (start bit, data
+    bits, parity, stop bits) from the last DLL/DLM/LCR writes before a record."""
+    dll = dlm = lcr = None
+    for r in log.records:
+        if before_seq is not None and r.seq >= before_seq:
+            break
+        if r.is_read:
+            continue
+        if r.reg == "DLL":
+            dll = r.value
+        elif r.reg == "DLM":
+            dlm = r.value
+        elif r.reg == "LCR":
+            lcr = r.value
+    if dll is None or lcr is None:
+        raise ValueError("the log has no divisor latch or LCR write: baud rate unknown")
+    divisor = (dlm or 0) << 8 | dll
+    if divisor == 0:
+        raise ValueError("divisor 0 programmed: baud rate undefined")
+    bits = 1 + 5 + (lcr & 3) + (1 if lcr & 0x08 else 0) + (2 if lcr & 0x04 else 1)
+    return LineFormat(log.header.baudbase / divisor, bits)
+
+
+def wire_end_ns(log: UartLog, fmt: LineFormat) -> Dict[int, float]:
+    """log seq of each THR write -> virtual time its last bit left the wire:
+    the transmitter sends bytes in order, each one char time long, starting
+    when it was written or when the one before it was done, whichever is later."""
+    out, free = {}, 0.0
+    for r in log.records:
+        if r.reg == "THR" and not r.is_read:
+            free = max(float(r.vtime_ns), free) + fmt.char_ns
+            out[r.seq] = free
+    return out
+
+
+@dataclass(frozen=True)
+class Latency:
+    """From a point in virtual time (a printk() call) to the end of a line on
+    the wire, against the line's own wire time at the programmed rate."""
+    ns: float
+    line_bytes: int
+    physical_ns: float
+
+    @property
+    def ratio(self) -> float:
+        return self.ns / self.physical_ns
+
+
+def line_latency(log: UartLog, line: WireLine, since_ns: int,
+                 fmt: Optional[LineFormat] = None) -> Latency:
+    fmt = fmt or programmed_format(log, line.first.seq)
+    end = wire_end_ns(log, fmt)[line.last.seq]
+    return Latency(end - since_ns, len(line.records), len(line.records) * fmt.char_ns)
