@@ -39,7 +39,8 @@ def report_series_check(force: bool) -> bool:
     for r in m["outputs"]["results"]:
         cp = "clean" if r.get("checkpatch_status") == 0 and not r["checkpatch"] else "NOT clean"
         print(f"  {r['patch']}: applies={'yes' if r['applies'] else 'NO'} "
-              f"(offsets: {len(r['offsets'])}), checkpatch --strict {cp}, "
+              f"(offsets: {len(r['offsets'])}, git apply --check "
+              f"{'ok' if r.get('git_apply') else 'REFUSES'}), checkpatch --strict {cp}, "
               f"builds={'yes' if r['builds'] else 'NO'}"
               + (f" ({r['build_seconds']} s)" if "build_seconds" in r else ""))
     print(f"[series-check] {'all patches hold' if m['outputs']['ok'] else 'FAILED'} "
