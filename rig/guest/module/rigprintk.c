@@ -413,10 +413,20 @@ static void send_nmi(unsigned int cpu)
 	__apic_send_IPI_mask(cpumask_of(cpu), NMI_VECTOR);
 }
 
+/* Wait up to about 5 s until the handlers counted @sent events in @seen. */
+static void wait_handled(atomic_t *seen, unsigned int sent, const char *what)
+{
+	int waited;
+
+	for (waited = 0; atomic_read(seen) < sent && waited < 5000; waited++)
+		usleep_range(1000, 2000);
+	if (atomic_read(seen) < sent)
+		pr_err("rigprintk: %d of %u %s\n", atomic_read(seen), sent, what);
+}
+
 static void nmis_send(void)
 {
 	unsigned int cpu, sent = 0;
-	int waited;
 
 	atomic_set(&nmis_seen, 0);
 	for_each_online_cpu(cpu) {
@@ -427,10 +437,7 @@ static void nmis_send(void)
 		send_nmi(cpu);
 		sent++;
 	}
-	for (waited = 0; atomic_read(&nmis_seen) < sent && waited < 5000; waited++)
-		usleep_range(1000, 2000);
-	if (atomic_read(&nmis_seen) < sent)
-		pr_err("rigprintk: %d of %u NMIs handled\n", atomic_read(&nmis_seen), sent);
+	wait_handled(&nmis_seen, sent, "NMIs handled");
 }
 
 /* ---- tagged messages from hard irq context ---------------------------------- */
@@ -456,7 +463,6 @@ static void irq_raise_here(void *unused)
 static void irqs_send(void)
 {
 	unsigned int cpu, sent = 0;
-	int waited;
 
 	atomic_set(&irqs_seen, 0);
 	for_each_online_cpu(cpu) {
@@ -467,10 +473,7 @@ static void irqs_send(void)
 		smp_call_function_single(cpu, irq_raise_here, NULL, 1);
 		sent++;
 	}
-	for (waited = 0; atomic_read(&irqs_seen) < sent && waited < 5000; waited++)
-		usleep_range(1000, 2000);
-	if (atomic_read(&irqs_seen) < sent)
-		pr_err("rigprintk: %d of %u irq_works ran\n", atomic_read(&irqs_seen), sent);
+	wait_handled(&irqs_seen, sent, "irq_works run");
 }
 
 /* ---- a CPU spinning with interrupts off ------------------------------------ */
