@@ -95,22 +95,29 @@ def parse_transcript(data: bytes) -> Transcript:
 
 
 def interrupted_fragments(entries, out: Transcript) -> set:
-    """Find the line each replay line re-prints: the closest earlier line that
-    is a prefix of (or equal to) the line after the replay line. Returns the
-    line numbers of those fragments and records the pairs in out.interrupted."""
-    found = set()
-    for i, (line, _) in enumerate(entries):
-        if not line.replay or i + 1 >= len(entries):
-            continue
-        whole = entries[i + 1][0]
-        for j in range(i - 1, max(-1, i - 1 - REPLAY_LOOKBACK), -1):
+    """Find the lines cut short by a takeover. The interrupted record is printed
+    again after a replay line, and that attempt may be cut again, each time at
+    another byte, until one attempt is whole. So a fragment is a line that is a
+    prefix of (or equal to: its own newline was cut) an attempt that follows a
+    replay line within REPLAY_LOOKBACK lines after it. Each fragment is paired
+    with the first such attempt that is not a fragment itself, the whole line.
+    Returns the line numbers of the fragments; the pairs go to out.interrupted."""
+    attempts = [i + 1 for i, (line, _) in enumerate(entries)
+                if line.replay and i + 1 < len(entries) and not entries[i + 1][0].replay]
+    fragment_of = {}        # index of a fragment -> indices of the attempts it is a prefix of
+    for a in attempts:
+        whole = entries[a][0].raw
+        for j in range(a - 1, max(-1, a - 1 - REPLAY_LOOKBACK), -1):
             cand = entries[j][0]
-            if cand.lineno in found or cand.replay:
-                continue
-            if whole.raw.startswith(cand.raw):
-                found.add(cand.lineno)
-                out.interrupted.append((cand, whole))
-                break
+            if not cand.replay and whole.startswith(cand.raw):
+                fragment_of.setdefault(j, []).append(a)
+    found = set()
+    for j in sorted(fragment_of):
+        whole = next((a for a in fragment_of[j] if a not in fragment_of), None)
+        if whole is None:
+            continue        # only other fragments follow: the chain never ended whole
+        found.add(entries[j][0].lineno)
+        out.interrupted.append((entries[j][0], entries[whole][0]))
     return found
 
 

@@ -93,3 +93,28 @@ def test_replay_line_without_fragment_leaves_lines_alone():
     data = b"[    1.000000] 000: a\r\n** replaying previous printk message **\r\n[    2.0] 000: b\r\n"
     t = parse_transcript(data)
     assert not t.interrupted and [ln.text for ln in t.lines][0] == "a"
+
+
+def test_chained_takeovers_from_a_real_patched_run():
+    # Captured on the patched kernel (S2): CPU 1's printer was cut three times
+    # while printing one record, at byte 1, after "001:" and after the
+    # timestamp (shorter than the cut before it), by emergency lines from both
+    # CPUs, each cut followed by a replay line; the fourth attempt is whole.
+    t = parse_transcript((DATA / "patched-s2-chained-takeovers.console").read_bytes())
+    whole = "[    2.086232] 001: rigprintk: scen=S2 cpu=1 ctx=task seq=7 lvl=6 pad=" + "x" * 20
+    chain = [(a.raw, a.lineno) for a, b in t.interrupted if b.raw == whole]
+    assert chain == [("[", 205), ("[    2.086232] 001:", 214), ("[    2.086232] ", 217)]
+    assert all(ln.cpu is not None for ln in t.lines if ln.dropped is None and not ln.replay)
+    assert [ln.raw for ln in t.lines].count(whole) == 1
+
+
+def test_the_last_attempt_of_a_chain_is_the_whole_line():
+    # The transcript cannot tell that "firs" was cut too: the last attempt
+    # after a replay line is the record as printed.
+    data = (b"[    1.000000] 000: fir\r\n"
+            b"[    1.000001] 001: emergency\r\n"
+            b"** replaying previous printk message **\r\n"
+            b"[    1.000000] 000: firs\r\n")
+    t = parse_transcript(data)
+    assert [(a.text, b.text) for a, b in t.interrupted] == [("fir", "firs")]
+    assert [ln.text for ln in t.lines if not ln.replay] == ["emergency", "firs"]
