@@ -2,7 +2,7 @@
 promise was broken, where in the log, and which run directory holds it."""
 from rig.evidence import Evidence
 from rig.rigprintk import MARK_RUN_BEGIN, Tag
-from rig.wire import foreign_byte
+from rig.wire import foreign_byte, ier_problem, marker
 
 
 def assert_immediate(ev: Evidence, line, tag: Tag):
@@ -35,22 +35,12 @@ def single(ev: Evidence, scen: str):
 
 
 def assert_ier_restored(ev: Evidence):
-    """Console writes clear IER and restore what they found, however they nest:
-    from the run's start on, IER is only ever 0 or the value it had before,
-    and it ends with that value."""
-    recs = ev.log.records
-    begin = next(i for i, r in enumerate(recs) if r.reg == "MARKER" and r.value == MARK_RUN_BEGIN)
-    # The run may begin in the middle of a console write, with IER cleared:
-    # the port's own value is the last non-zero one restored before.
-    before = [r.value for r in recs[:begin] if r.reg == "IER" and not r.is_read and r.value]
-    v0 = before[-1] if before else 0
-    during = [r for r in recs[begin:] if r.reg == "IER" and not r.is_read]
-    odd = [r for r in during if r.value not in (0, v0)]
-    assert not odd, (f"IER {odd[0].value:#04x} written at log record {odd[0].seq} by vCPU "
-                     f"{odd[0].cpu}; before the run it was {v0:#04x} ({ev.where()})")
-    assert during and during[-1].value == v0, (
-        f"IER {v0:#04x} before the console writes, {during[-1].value:#04x} after "
-        f"(log record {during[-1].seq}) ({ev.where()})")
+    """Console writes clear IER and restore what they found, however they nest
+    (rig.wire.ier_problem), from the run's start on."""
+    begin = marker(ev.log, MARK_RUN_BEGIN)
+    assert begin is not None, f"no run-begin marker in the register log ({ev.where()})"
+    problem = ier_problem(ev.log, begin.seq)
+    assert problem is None, f"{problem} ({ev.where()})"
 
 
 def assert_contiguous(ev: Evidence, line, cpu: int):

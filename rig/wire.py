@@ -144,3 +144,28 @@ def line_latency(log: UartLog, line: WireLine, since_ns: int,
     fmt = fmt or programmed_format(log, line.first.seq)
     end = wire_end_ns(log, fmt)[line.last.seq]
     return Latency(end - since_ns, len(line.records), len(line.records) * fmt.char_ns)
+
+
+# --- IER across the console writes -------------------------------------------------
+
+def ier_problem(log: UartLog, from_seq: int) -> Optional[str]:
+    """Console writes clear IER and restore what they found, however they nest:
+    from log record from_seq on, IER is only ever 0 or the port's own value,
+    and it ends with that value. The port's own value is the last non-zero IER
+    written before from_seq (a write may be in progress there, with IER 0).
+    None if that holds, else what broke it."""
+    before = [r.value for r in log.records[:from_seq] if r.reg == "IER" and not r.is_read
+              and r.value]
+    v0 = before[-1] if before else 0
+    during = [r for r in log.records[from_seq:] if r.reg == "IER" and not r.is_read]
+    odd = next((r for r in during if r.value not in (0, v0)), None)
+    if odd is not None:
+        return (f"IER {odd.value:#04x} written at log record {odd.seq} by vCPU {odd.cpu}; "
+                f"the port's own value was {v0:#04x}")
+    if not during:
+        return "no IER write at all: no console write was logged"
+    if during[-1].value != v0:
+        return (f"IER {v0:#04x} before the console writes, {during[-1].value:#04x} after "
+                f"(log record {during[-1].seq})")
+    return None
+
