@@ -182,6 +182,12 @@ static unsigned int single_level = 8;
 module_param(single_level, uint, 0644);
 MODULE_PARM_DESC(single_level, "print one tagged record at this level at run (8: none)");
 
+/* Is @cpu in the CPU mask parameter @mask? */
+static bool cpu_chosen(unsigned int cpu, unsigned long mask)
+{
+	return cpu < BITS_PER_LONG && (mask & BIT(cpu));
+}
+
 /* ---- tagged printing, markers and timing ----------------------------- */
 
 static DEFINE_PER_CPU(unsigned int [CTX_NR], tag_seq);
@@ -313,7 +319,7 @@ static int floods_start(void)
 	if (!flood_count)
 		return 0;
 	for_each_online_cpu(cpu) {
-		if (cpu < BITS_PER_LONG && (flood_cpus & BIT(cpu)))
+		if (cpu_chosen(cpu, flood_cpus))
 			n++;
 	}
 	if (timing_init(&task_timing, n * flood_count))
@@ -324,7 +330,7 @@ static int floods_start(void)
 	for_each_online_cpu(cpu) {
 		struct task_struct *t;
 
-		if (cpu >= BITS_PER_LONG || !(flood_cpus & BIT(cpu)))
+		if (!cpu_chosen(cpu, flood_cpus))
 			continue;
 		t = kthread_create_on_cpu(flood_fn, NULL, cpu, "rigflood/%u");
 		if (IS_ERR(t))
@@ -348,7 +354,7 @@ static atomic_t spin_awaits_nmi;
 
 static bool spin_targets(unsigned long cpus)
 {
-	return spin_cpu < BITS_PER_LONG && (cpus & BIT(spin_cpu));
+	return spin_cpu >= 0 && cpu_chosen(spin_cpu, cpus);
 }
 
 static void spin_nmi_handled(void)
@@ -398,7 +404,7 @@ static int rig_nmi_unknown(unsigned int type, struct pt_regs *regs)
 
 	if (!unknown_nmi)
 		return NMI_DONE;
-	if (cpu >= BITS_PER_LONG || !(unknown_nmi_cpus & BIT(cpu)))
+	if (!cpu_chosen(cpu, unknown_nmi_cpus))
 		return NMI_HANDLED;
 	nmi_print();
 	spin_nmi_handled();
@@ -430,7 +436,7 @@ static void nmis_send(void)
 
 	atomic_set(&nmis_seen, 0);
 	for_each_online_cpu(cpu) {
-		if (cpu >= BITS_PER_LONG || !(nmi_cpus & BIT(cpu)))
+		if (!cpu_chosen(cpu, nmi_cpus))
 			continue;
 		per_cpu(nmi_armed, cpu) = true;
 		smp_wmb();	/* armed before the NMI arrives */
@@ -466,7 +472,7 @@ static void irqs_send(void)
 
 	atomic_set(&irqs_seen, 0);
 	for_each_online_cpu(cpu) {
-		if (cpu >= BITS_PER_LONG || !(irq_cpus & BIT(cpu)))
+		if (!cpu_chosen(cpu, irq_cpus))
 			continue;
 		/* Hard irq context, also on PREEMPT_RT. */
 		*per_cpu_ptr(&print_irq_work, cpu) = IRQ_WORK_INIT_HARD(irq_print_fn);
