@@ -11,6 +11,7 @@ MARK_RUN_BEGIN = 0x30000000
 MARK_RUN_END = 0x40000000
 MARK_SPIN_BEGIN = 0x50000000
 MARK_SPIN_END = 0x60000000
+MARK_SELF_NMI = 0x70000000
 MARK_BEFORE, MARK_AFTER = 1, 2
 
 TAG_RE = re.compile(r"rigprintk: scen=(?P<scen>\S+) cpu=(?P<cpu>\d+) ctx=(?P<ctx>task|irq|nmi) "

@@ -30,8 +30,8 @@
  *   rigprintk: console scen=S writes=N by_flood_callers=M
  *
  * Markers (32-bit writes to the UART's marker port) are
- *   MARK_RUN_BEGIN, MARK_RUN_END, MARK_SPIN_BEGIN/END (written by the spinning
- *   CPU with interrupts off), and (phase << 28 | ctx << 24 | seq) with
+ *   MARK_RUN_BEGIN, MARK_RUN_END, MARK_SPIN_BEGIN/END and MARK_SELF_NMI
+ *   (written by the spinning CPU with interrupts off), and (phase << 28 | ctx << 24 | seq) with
  *   phase 1 before and 2 after a tagged printk() call, ctx 0 task, 1 irq,
  *   2 nmi; the vCPU is in the log record itself.
  */
@@ -62,6 +62,7 @@
 #define MARK_RUN_END		0x40000000
 #define MARK_SPIN_BEGIN		0x50000000
 #define MARK_SPIN_END		0x60000000
+#define MARK_SELF_NMI		0x70000000
 #define MARK_BEFORE		1
 #define MARK_AFTER		2
 
@@ -153,6 +154,10 @@ MODULE_PARM_DESC(spin_cpu, "CPU that spins with interrupts off during the run (-
 static unsigned int spin_ms;
 module_param(spin_ms, uint, 0644);
 MODULE_PARM_DESC(spin_ms, "how long it spins at least (on, while an NMI sent to it is pending)");
+
+static unsigned int spin_nmi_at_ms;
+module_param(spin_nmi_at_ms, uint, 0644);
+MODULE_PARM_DESC(spin_nmi_at_ms, "the spinning CPU sends itself an NMI this long into the spin (0: no)");
 
 static char *crash = "none";
 module_param(crash, charp, 0644);
@@ -491,7 +496,8 @@ static struct cpumask run_cpus;
 static u64 spin_begin_ns, spin_end_ns;
 static int spin_fn(void *unused)
 {
-	u64 now, end, limit;
+	u64 now, end, limit, self_nmi;
+	bool self_nmi_sent = !spin_nmi_at_ms;
 
 	local_irq_disable();
 	complete(&spin_started);
@@ -499,7 +505,19 @@ static int spin_fn(void *unused)
 	now = spin_begin_ns = local_clock();
 	end = now + (u64)spin_ms * NSEC_PER_MSEC;
 	limit = end + (u64)SPIN_NMI_WAIT_MS * NSEC_PER_MSEC;
+	self_nmi = now + (u64)spin_nmi_at_ms * NSEC_PER_MSEC;
 	while (now < end || (atomic_read(&spin_awaits_nmi) && now < limit)) {
+		/*
+		 * From this CPU itself: an NMI from another CPU depends on
+		 * that CPU running its sender, and work on it may be waiting
+		 * for this one to take interrupts again.
+		 */
+		if (!self_nmi_sent && now >= self_nmi) {
+			this_cpu_write(nmi_armed, true);
+			mark_always(MARK_SELF_NMI);
+			send_nmi(smp_processor_id());
+			self_nmi_sent = true;
+		}
 		touch_nmi_watchdog();
 		cpu_relax();
 		now = local_clock();
@@ -521,7 +539,7 @@ static int spin_start(void)
 		return -EINVAL;
 	reinit_completion(&spin_started);
 	reinit_completion(&spin_done);
-	atomic_set(&spin_awaits_nmi, spin_targets(nmi_cpus) ||
+	atomic_set(&spin_awaits_nmi, spin_nmi_at_ms || spin_targets(nmi_cpus) ||
 		   (unknown_nmi && spin_targets(unknown_nmi_cpus)));
 	/*
 	 * Announce the spin from another CPU: a task woken by the spinner
