@@ -587,6 +587,23 @@ static int crash_task_fn(void *unused)
 	return 0;
 }
 
+/*
+ * A crash in irq or NMI context ends the run as a panic, but not at once:
+ * an oops first prints its report, and in its emergency section it flushes
+ * the whole console backlog, seconds on a busy 115200-baud console. The
+ * run must not return meanwhile, or init would end the run before the
+ * panic. A crash that never panics fails the run instead of hanging it.
+ */
+#define CRASH_PANIC_WAIT_MS	20000
+
+static int crash_wait_panic(void)
+{
+	msleep(CRASH_PANIC_WAIT_MS);
+	pr_err("rigprintk: scen=%s crash=%s did not panic within %u ms\n",
+	       scen, crash, CRASH_PANIC_WAIT_MS);
+	return -ETIMEDOUT;
+}
+
 static int crash_start(void)
 {
 	struct task_struct *t;
@@ -603,13 +620,13 @@ static int crash_start(void)
 		msleep(100);
 	} else if (!strcmp(crash, "panic-irq") || !strcmp(crash, "oops-irq")) {
 		irq_work_queue(&crash_irq_work);
-		msleep(100);
+		return crash_wait_panic();
 	} else if (!strcmp(crash, "panic-nmi") || !strcmp(crash, "oops-nmi")) {
 		if (crash_cpu < 0)
 			crash_cpu = cpumask_last(cpu_online_mask);
 		atomic_set(&crash_nmi_armed, 1);
 		send_nmi(crash_cpu);
-		msleep(100);
+		return crash_wait_panic();
 	} else {
 		pr_err("rigprintk: unknown crash=%s\n", crash);
 		return -EINVAL;
@@ -716,9 +733,12 @@ static void pin_printers(int cpu)
 /* ---- flushing every console ----------------------------------------------------- */
 
 /*
- * console_stop() waits until the console printed everything that is in
- * the ringbuffer (pr_flush), on legacy and nbcon consoles alike, and on
- * vanilla and patched kernels; console_start() enables it again.
+ * console_start() waits until the console printed everything that is in
+ * the ringbuffer (pr_flush, which is not exported), on legacy and nbcon
+ * consoles alike, and on vanilla and patched kernels. On a console that is
+ * already enabled it changes nothing else. Not console_stop(): it disables
+ * the console until console_start(), and a panic in that window (a crash
+ * on another CPU) would then print nothing at all.
  */
 static void flush_consoles(void)
 {
@@ -731,10 +751,8 @@ static void flush_consoles(void)
 			list[n++] = con;
 	}
 	console_list_unlock();
-	for (i = 0; i < n; i++) {
-		console_stop(list[i]);
+	for (i = 0; i < n; i++)
 		console_start(list[i]);
-	}
 }
 
 static int flush_set(const char *val, const struct kernel_param *kp)
