@@ -43,6 +43,7 @@
 #include <linux/delay.h>
 #include <linux/io.h>
 #include <linux/irq_work.h>
+#include <linux/kmsg_dump.h>
 #include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
@@ -733,14 +734,14 @@ static void pin_printers(int cpu)
 /* ---- flushing every console ----------------------------------------------------- */
 
 /*
- * console_start() waits until the console printed everything that is in
- * the ringbuffer (pr_flush, which is not exported), on legacy and nbcon
+ * console_start() waits until the console printed every record stored
+ * before the call (pr_flush, which is not exported), on legacy and nbcon
  * consoles alike, and on vanilla and patched kernels. On a console that is
  * already enabled it changes nothing else. Not console_stop(): it disables
  * the console until console_start(), and a panic in that window (a crash
  * on another CPU) would then print nothing at all.
  */
-static void flush_consoles(void)
+static void flush_consoles_once(void)
 {
 	struct console *con, *list[16];
 	int n = 0, i;
@@ -753,6 +754,36 @@ static void flush_consoles(void)
 	console_list_unlock();
 	for (i = 0; i < n; i++)
 		console_start(list[i]);
+}
+
+/* The sequence number the next record will get (kmsg_dump's view of it). */
+static u64 next_record_seq(void)
+{
+	struct kmsg_dump_iter iter;
+
+	kmsg_dump_rewind(&iter);
+	return iter.next_seq;
+}
+
+/*
+ * Records stored while a flush waits (an NMI the UART fired at the printer,
+ * the kernel's report that the NMI handler took long) are not covered by
+ * it: flush again until a whole flush passed without a new record.
+ */
+#define FLUSH_PASSES_MAX	10
+
+static void flush_consoles(void)
+{
+	unsigned int pass;
+	u64 before;
+
+	for (pass = 0; pass < FLUSH_PASSES_MAX; pass++) {
+		before = next_record_seq();
+		flush_consoles_once();
+		if (next_record_seq() == before)
+			return;
+	}
+	pr_warn("rigprintk: consoles still busy after %u flushes\n", FLUSH_PASSES_MAX);
 }
 
 static int flush_set(const char *val, const struct kernel_param *kp)
