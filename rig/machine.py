@@ -24,7 +24,6 @@ import json
 import os
 import re
 import signal
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -271,9 +270,11 @@ class Machine:
 
 
 def install_signal_cleanup() -> None:
-    """Turn SIGTERM/SIGHUP into SystemExit so that every finally block runs."""
+    """Turn SIGTERM/SIGHUP into KeyboardInterrupt so that every finally block
+    runs. Not SystemExit: pytest counts that as one failed test and goes on
+    with the next, where KeyboardInterrupt ends the whole session."""
     def handler(signum, _frame):
         _kill_all_live()
-        sys.exit(128 + signum)
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
     for s in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, handler)

@@ -74,3 +74,38 @@ def test_killing_the_harness_mid_boot_leaves_no_qemu(tmp_path, sig):
     finally:
         if harness.poll() is None:
             harness.kill()
+
+
+def test_sigterm_ends_a_pytest_session_mid_scenario_and_leaves_no_qemu(tmp_path):
+    # A CI runner that times out sends SIGTERM: the whole session must stop
+    # (not only the current test) and the QEMU of the running boot must go.
+    test_file = tmp_path / "test_hangs.py"
+    test_file.write_text(
+        "from rig.boot import BootRequest, boot\n"
+        "def test_hang():\n"
+        f"    boot(BootRequest(flavor={FLAVOR!r}, cmdline='rig.hang=1', init_timeout_s=120,\n"
+        "                     name='sigterm-session'))\n"
+        "def test_after():\n"
+        "    pass\n")
+    runs = tmp_path / "runs"
+    env = dict(os.environ, RIG_RUNS=str(runs))
+    session = subprocess.Popen([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
+                                "-p", "rig.pytest_plugin", "--rootdir", str(tmp_path),
+                                str(test_file)],
+                               cwd=paths.REPO, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+    try:
+        def running():
+            dirs = list(runs.glob("*/qemu.pid"))
+            return bool(dirs) and console_has(dirs[0].parent, b"step hang")
+        wait_for(running, 60, "QEMU to reach the hang step")
+        qemu_pid = int(next(runs.glob("*/qemu.pid")).read_text())
+        session.send_signal(signal.SIGTERM)
+        out, _ = session.communicate(timeout=30)
+        wait_for(lambda: process_gone(qemu_pid), 10, f"QEMU pid {qemu_pid} to go after SIGTERM")
+        text = out.decode(errors="replace")
+        assert "test_after" not in text, f"the session went on after SIGTERM:\n{text}"
+        assert "KeyboardInterrupt" in text, text
+    finally:
+        if session.poll() is None:
+            session.kill()
