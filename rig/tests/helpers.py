@@ -30,6 +30,15 @@ def process_gone(pid: int) -> bool:
         return True
 
 
+def wait_for_hang_step(runs: Path) -> int:
+    """Wait until the one boot under runs/ reached rig-init's hang step; its QEMU pid."""
+    def running():
+        dirs = list(runs.glob("*/qemu.pid"))
+        return bool(dirs) and console_has(dirs[0].parent, b"step hang")
+    wait_for(running, 60, "QEMU to reach the hang step")
+    return int(next(runs.glob("*/qemu.pid")).read_text())
+
+
 def boot_and_signal_qemu(name: str, flavor: str, sig: int) -> BootResult:
     """Boot into rig-init's hang step, then send QEMU sig from outside the harness."""
     run_dir = new_run_dir(name, flavor)

@@ -13,7 +13,8 @@ import pytest
 
 from rig import paths
 from rig.boot import BootRequest, boot
-from rig.tests.helpers import boot_and_signal_qemu, console_has, process_gone, wait_for
+from rig.tests.helpers import (boot_and_signal_qemu, process_gone, wait_for,
+                               wait_for_hang_step)
 
 pytestmark = pytest.mark.boots
 FLAVOR = "vanilla"
@@ -62,11 +63,7 @@ def test_killing_the_harness_mid_boot_leaves_no_qemu(tmp_path, sig):
                                cwd=paths.REPO, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     try:
-        def running():
-            dirs = list(tmp_path.glob("*/qemu.pid"))
-            return bool(dirs) and console_has(dirs[0].parent, b"step hang")
-        wait_for(running, 60, "QEMU to reach the hang step")
-        qemu_pid = int(next(tmp_path.glob("*/qemu.pid")).read_text())
+        qemu_pid = wait_for_hang_step(tmp_path)
         assert not process_gone(qemu_pid)
         harness.send_signal(sig)
         harness.wait(timeout=20)
@@ -95,11 +92,7 @@ def test_sigterm_ends_a_pytest_session_mid_scenario_and_leaves_no_qemu(tmp_path)
                                cwd=paths.REPO, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT)
     try:
-        def running():
-            dirs = list(runs.glob("*/qemu.pid"))
-            return bool(dirs) and console_has(dirs[0].parent, b"step hang")
-        wait_for(running, 60, "QEMU to reach the hang step")
-        qemu_pid = int(next(runs.glob("*/qemu.pid")).read_text())
+        qemu_pid = wait_for_hang_step(runs)
         session.send_signal(signal.SIGTERM)
         out, _ = session.communicate(timeout=30)
         wait_for(lambda: process_gone(qemu_pid), 10, f"QEMU pid {qemu_pid} to go after SIGTERM")
