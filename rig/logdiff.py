@@ -9,10 +9,11 @@ stands for its console.log.
 Records are matched on their text after masking what differs from run to
 run (addresses, register values, pids, hashes); timestamps are ignored unless
 a tolerance is given. Reported, in this order: missing and extra records,
-records that moved, records whose text changed (a similar record in its place), per-CPU order changes, level and CPU changes of matched
-records, timestamps beyond the tolerance, changed dropped counts, lines cut
-short (split) or holding two records (interleaved), then a unified diff of
-the normalized text.
+records that moved, records whose text changed (a similar record in its
+place), per-CPU order changes, a level or CPU field only one log has, level
+and CPU changes of matched records, timestamps beyond the tolerance, changed
+dropped counts, lines cut short (split) or holding two records (interleaved),
+then a unified diff of the normalized text.
 """
 import difflib
 import json
@@ -112,7 +113,7 @@ def parse(name: str, data: bytes, masked: bool = True) -> Log:
         if line.dropped is not None:
             log.dropped.append((line.lineno, line.dropped))
             continue
-        if line.lineno in fragments:
+        if line.lineno in fragments or cut_in_prefix(line):
             log.split.append((line.lineno, line.raw))
             continue
         if MID_LINE_TS_RE.search(line.text):
@@ -126,6 +127,13 @@ def parse(name: str, data: bytes, masked: bool = True) -> Log:
     return log
 
 
+def cut_in_prefix(line: logparse.ConsoleLine) -> bool:
+    """A line that ends inside its prefix ("[    2.09") holds no text: it was cut
+    short (a takeover whose chain never ended whole, the end of a capture)."""
+    return (line.ts_usec is None and line.raw[:1] in ("<", "[")
+            and PARTIAL_PREFIX_RE.fullmatch(line.raw) is not None)
+
+
 @dataclass
 class Difference:
     kind: str       # missing extra moved changed cpu-order level cpu timestamp dropped
@@ -135,11 +143,35 @@ class Difference:
     b_line: Optional[int] = None
 
 
-def render(rec: Record) -> str:
+def render(rec: Record, fields=("level", "cpu")) -> str:
     """A record as the unified diff shows it: level, CPU, masked text (no time)."""
-    lvl = f"<{rec.level}>" if rec.level is not None else ""
-    cpu = f"{rec.cpu:03d}: " if rec.cpu is not None else ""
+    lvl = f"<{rec.level}>" if rec.level is not None and "level" in fields else ""
+    cpu = f"{rec.cpu:03d}: " if rec.cpu is not None and "cpu" in fields else ""
     return f"{lvl}{cpu}{rec.key}"
+
+
+def carried(log: Log, attr: str) -> int:
+    """How many records carry a level or a CPU."""
+    return sum(getattr(r, attr) is not None for r in log.records)
+
+
+def shared_fields(a: Log, b: Log) -> Tuple[str, ...]:
+    """The fields both logs carry: a field on one side only (dmesg --raw's level
+    against a console, the seed's CPU field against vanilla) would make every
+    line of the unified diff differ."""
+    return tuple(f for f in ("level", "cpu") if carried(a, f) and carried(b, f))
+
+
+def one_sided_fields(a: Log, b: Log) -> List[Difference]:
+    """Said once, since no record can be compared on a field the other log lacks."""
+    out = []
+    for attr, what in (("level", "level"), ("cpu", "CPU field")):
+        na, nb = carried(a, attr), carried(b, attr)
+        if bool(na) != bool(nb):
+            side, log, n = ("A", a, na) if na else ("B", b, nb)
+            out.append(Difference(attr, f"{what} only in {side} ({n} of {len(log.records)} "
+                                  f"records), not compared"))
+    return out
 
 
 def compare(a: Log, b: Log, ts_tolerance_s: Optional[float] = None) -> List[Difference]:
@@ -178,6 +210,7 @@ def compare(a: Log, b: Log, ts_tolerance_s: Optional[float] = None) -> List[Diff
     for ra, rb in changed:
         out.append(Difference("changed", f"{ra.text!r} -> {rb.text!r}", ra.lineno, rb.lineno))
     out += cpu_order_changes(a, b)
+    out += one_sided_fields(a, b)
     for ra, rb in pairs + moved:
         if ra.level is not None and rb.level is not None and ra.level != rb.level:
             out.append(Difference("level", f"level {ra.level} -> {rb.level}: {ra.text}",
@@ -262,8 +295,9 @@ def cpu_order_changes(a: Log, b: Log) -> List[Difference]:
 
 
 def unified(a: Log, b: Log, context: int = 3) -> List[str]:
-    return list(difflib.unified_diff([render(r) for r in a.records],
-                                     [render(r) for r in b.records],
+    fields = shared_fields(a, b)
+    return list(difflib.unified_diff([render(r, fields) for r in a.records],
+                                     [render(r, fields) for r in b.records],
                                      fromfile=a.name, tofile=b.name, lineterm="", n=context))
 
 

@@ -38,7 +38,8 @@ class Transcript:
     lines: List[ConsoleLine] = field(default_factory=list)
     unparsed: List[ConsoleLine] = field(default_factory=list)
     # Lines cut short by a takeover and printed again whole after a replay line:
-    # (fragment, the complete line that followed the replay line).
+    # (fragment, the complete line that followed the replay line), or, for a cut
+    # replay line, (fragment, the whole replay line).
     interrupted: List[Tuple[ConsoleLine, ConsoleLine]] = field(default_factory=list)
 
 
@@ -101,6 +102,7 @@ def interrupted_fragments(entries, out: Transcript) -> set:
     prefix of (or equal to: its own newline was cut) an attempt that follows a
     replay line within REPLAY_LOOKBACK lines after it. Each fragment is paired
     with the first such attempt that is not a fragment itself, the whole line.
+    Cut replay and dropped lines are fragments too (marker_fragments).
     Returns the line numbers of the fragments; the pairs go to out.interrupted."""
     attempts = [i + 1 for i, (line, _) in enumerate(entries)
                 if line.replay and i + 1 < len(entries) and not entries[i + 1][0].replay]
@@ -118,7 +120,41 @@ def interrupted_fragments(entries, out: Transcript) -> set:
             continue        # only other fragments follow: the chain never ended whole
         found.add(entries[j][0].lineno)
         out.interrupted.append((entries[j][0], entries[whole][0]))
+    return found | marker_fragments(entries, out)
+
+
+def marker_fragments(entries, out: Transcript) -> set:
+    """A replay or dropped line is cut by a takeover like any line ("** replaying
+    previo", "** 53 printk messages dr": seen on real patched panics, oopses and
+    floods). Such a fragment is no record; a cut replay line is paired with the
+    next whole one, which the printer prints before the record it announces."""
+    found = set()
+    for j, (line, _) in enumerate(entries):
+        if not cut_marker(line.raw):
+            continue
+        found.add(line.lineno)
+        ahead = entries[j + 1:j + 1 + REPLAY_LOOKBACK]
+        whole = next((ln for ln, _ in ahead if ln.replay), None)
+        if whole is not None and REPLAY_LINE.startswith(line.raw):
+            out.interrupted.append((line, whole))
     return found
+
+
+# What is left of "** N printk messages dropped **" when a takeover cuts it:
+# "*", "**", "** 5", or "** 53 " and a proper prefix of DROPPED_TAIL.
+CUT_DROPPED_RE = re.compile(r"^\*(?:\*(?: \d*)?)?$|^\*\* \d+ (?P<tail>.*)$")
+DROPPED_TAIL = "printk messages dropped **"
+
+
+def cut_marker(raw: str) -> bool:
+    """A proper prefix of the replay line or of a dropped line."""
+    if raw and raw != REPLAY_LINE and REPLAY_LINE.startswith(raw):
+        return True
+    m = CUT_DROPPED_RE.match(raw)
+    if not m:
+        return False
+    tail = m.group("tail")
+    return tail is None or (tail != DROPPED_TAIL and DROPPED_TAIL.startswith(tail))
 
 
 @dataclass

@@ -1,8 +1,10 @@
 """rig diff on real logs: a patched boot whose console was taken over twice
 (rig/tests/data), edited one way per kind of difference the differ reports,
 plus CRLF line ends, syslog prefixes, dmesg --decode, caller fields and
-malformed input."""
+malformed input; then real boots, panics, oopses and floods of both flavors
+(see "real captures" below) against each other."""
 import io
+import lzma
 import json
 from pathlib import Path
 
@@ -95,10 +97,11 @@ def test_split_and_interleaved_lines():
     # BOOT has two lines cut short by a takeover and printed again after it.
     log = logdiff.parse("boot", BOOT)
     assert len(log.split) == 2
-    whole = b"".join(ln + b"\n" for ln in BOOT.split(b"\n")
-                     if b"replaying" not in ln)
+    cut = {n for n, _ in log.split}
+    whole = b"".join(ln + b"\n" for n, ln in enumerate(BOOT.split(b"\n"), 1)
+                     if b"replaying" not in ln and n not in cut)
     got, res = kinds(whole, BOOT)
-    assert got.count("split") == 2 and all(d.b_line for d in res if d.kind == "split")
+    assert got == ["split", "split"] and all(d.b_line for d in res if d.kind == "split")
     garbled = BOOT.replace(b"[    1.946648] 000: rig-init: start",
                            b"[    1.946648] 000: rig-init: st[    1.946650] 001: art")
     got, _ = kinds(BOOT, garbled)
@@ -167,3 +170,234 @@ def test_main_exit_codes_text_and_json(tmp_path, capsys):
     assert doc["differences"][0]["a_line"] == doc["differences"][0]["b_line"]
     assert logdiff.main(str(a), str(tmp_path / "x"), True, None, True, False, io.StringIO()) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+# --- real captures ------------------------------------------------------------
+# Console transcripts as the 8250 wrote them (CRLF), captured on 2026-12-04 with
+# `python3 -m rig boot --flavor F --cmdline ...` on the rig's 6.12 kernels:
+#   vanilla-boot         rig.steps=kmsg,dmesg; .dmesg-raw and .dmesg-decode are
+#                        util-linux `dmesg --raw` / `--decode` in that guest (side
+#                        channel), LF, the raw one with syslog <N> prefixes
+#   *-panic-nmi          rig.steps=run rigprintk.scen=P rigprintk.crash=panic-nmi
+#                        rigprintk.crash_cpu=1
+#   *-oops               rig.steps=run rigprintk.scen=P rigprintk.crash=oops-task
+#   patched-s9-flood-a/b the first 270 lines of two S9 runs: dropped lines, some cut
+# None has CONFIG_PRINTK_CALLER's [T1]/[C1] field: neither the rig's kernels nor
+# the host's have it, so that form is tested on a snippet above only.
+CONSOLES = ["vanilla-boot", "vanilla-panic-nmi", "vanilla-oops", "patched-panic-nmi",
+            "patched-oops"]
+PANIC_LINE = "Kernel panic - not syncing: rigprintk: panic in NMI on CPU 1"
+
+
+def real(name: str) -> bytes:
+    return lzma.decompress((DATA / f"{name}.xz").read_bytes())
+
+
+def console(name: str) -> bytes:
+    return real(f"{name}.console")
+
+
+def lineno_of(data: bytes, needle: str) -> int:
+    return next(n for n, ln in enumerate(data.decode().split("\n"), 1) if needle in ln)
+
+
+def of_kind(res, kind):
+    return [d for d in res if d.kind == kind]
+
+
+@pytest.mark.parametrize("name", CONSOLES + ["vanilla-boot.dmesg-raw",
+                                             "vanilla-boot.dmesg-decode"])
+def test_each_real_log_parses_and_equals_itself(name):
+    data = real(name if "dmesg" in name else f"{name}.console")
+    log = logdiff.parse(name, data)
+    assert len(log.records) > 150
+    # Every line is understood: a record with its timestamp, or a cut line.
+    assert all(r.ts_usec is not None for r in log.records)
+    assert [r.cpu is not None for r in log.records] == [name.startswith("patched")] * len(
+        log.records)
+    assert kinds(data, data)[0] == []
+    assert logdiff.unified(log, logdiff.parse(name, data)) == []
+
+
+@pytest.mark.parametrize("name", CONSOLES)
+def test_a_real_crlf_log_equals_its_lf_conversion(name):
+    crlf = console(name)
+    assert crlf.count(b"\r\n") == crlf.count(b"\n")
+    lf = crlf.replace(b"\r\n", b"\n")
+    assert kinds(crlf, lf)[0] == []
+    a, b = logdiff.parse("crlf", crlf), logdiff.parse("lf", lf)
+    assert [(r.lineno, r.raw) for r in a.records] == [(r.lineno, r.raw) for r in b.records]
+    assert a.split == b.split
+
+
+def test_real_dmesg_raw_levels_decode_and_the_console_of_the_same_boot():
+    raw, decoded = real("vanilla-boot.dmesg-raw"), real("vanilla-boot.dmesg-decode")
+    log = logdiff.parse("raw", raw)
+    assert {r.level for r in log.records} == {4, 5, 6, 7}
+    assert raw.startswith(b"<5>[    0.000000] Linux version 6.12")
+    # --decode's "kern  :notice: " carries the same levels as --raw's "<5>".
+    assert kinds(raw, decoded)[0] == []
+    assert logdiff.unified(log, logdiff.parse("decode", decoded)) == []
+    # The console of that boot lacks the debug records (console loglevel 7) and
+    # has those printed after dmesg ran; it has no levels at all.
+    got, res = kinds(raw, console("vanilla-boot"))
+    assert set(got) == {"missing", "extra", "level"}
+    by_line = {r.lineno: r for r in log.records}
+    assert all(by_line[d.a_line].level == 7 for d in of_kind(res, "missing"))
+    assert [d.detail for d in of_kind(res, "level")] == [
+        f"level only in A ({len(log.records)} of {len(log.records)} records), not compared"]
+    last = max(r.ts_usec for r in log.records)
+    extra = logdiff.parse("console", console("vanilla-boot"))
+    late = [r.raw for r in extra.records if r.ts_usec > last]
+    assert [d.detail for d in of_kind(res, "extra")] == [f"in B, not in A: {t}" for t in late]
+    # Levels on one side only do not make every line of the unified diff differ.
+    lines = logdiff.unified(log, extra)
+    assert not any(ln.startswith(("-<", "+<", " <")) for ln in lines)
+    assert len([ln for ln in lines if ln[:1] in "-+" and ln[:3] not in ("---", "+++")]) == \
+        len(of_kind(res, "missing")) + len(of_kind(res, "extra"))
+
+
+def test_real_vanilla_and_patched_panics():
+    a, b = console("vanilla-panic-nmi"), console("patched-panic-nmi")
+    got, res = kinds(a, b)
+    assert set(got) == {"moved", "changed", "cpu", "split"}
+    n = len(logdiff.parse("B", b).records)
+    assert [d.detail for d in of_kind(res, "cpu")] == [
+        f"CPU field only in B ({n} of {n} records), not compared"]
+    # The patched console was taken over: cut lines, one of them a replay line.
+    assert [d.detail for d in of_kind(res, "split")] == [
+        "only in B: [    1.381171] 001: ",
+        "only in B: [    1.992561] 001: rig-init: module: rigprintk loaded (scen=P c",
+        "only in B: ** replayin"]
+    # The NMI's emergency lines went out before the backlog on the patched kernel.
+    assert any(PANIC_LINE in d.detail for d in of_kind(res, "moved"))
+    assert "'printk: legacy console [ttyS0] enabled' -> 'printk: console [ttyS0] enabled'" in \
+        [d.detail for d in of_kind(res, "changed")]
+    # The CPU field on one side does not make every line of the unified diff differ.
+    lines = logdiff.unified(logdiff.parse("A", a), logdiff.parse("B", b))
+    assert not any(ln.startswith("+001: ") for ln in lines)
+    assert "+printk: console [ttyS0] enabled" in lines
+
+
+def test_real_panic_against_a_real_oops():
+    a, b = console("vanilla-panic-nmi"), console("vanilla-oops")
+    got, res = kinds(a, b)
+    assert {"missing", "extra"} <= set(got)
+    missing = {d.a_line: d.detail for d in of_kind(res, "missing")}
+    assert missing[lineno_of(a, PANIC_LINE)] == \
+        "in A, not in B: [    2.086387] " + PANIC_LINE
+    extra = [d.detail for d in of_kind(res, "extra")]
+    assert any("BUG: kernel NULL pointer dereference" in d for d in extra)
+    assert any("Oops: Oops: 0002 [#1] PREEMPT SMP" in d for d in extra)
+    # Between two patched runs the matched records' CPU fields are compared.
+    got, res = kinds(console("patched-panic-nmi"), console("patched-oops"))
+    assert "CPU 1 -> 0: Run /init as init process" in [d.detail for d in of_kind(res, "cpu")]
+
+
+@pytest.mark.parametrize("name,cpu", [("vanilla-oops", ""), ("patched-oops", "000: ")])
+def test_a_real_log_with_one_line_edited(name, cpu):
+    a = console(name)
+    b = a.replace(b"rig-init: step run begin", b"rig-init: step run started")
+    got, res = kinds(a, b)
+    line = lineno_of(a, "rig-init: step run begin")
+    assert got == ["changed"] and (res[0].a_line, res[0].b_line) == (line, line)
+    assert res[0].detail == "'rig-init: step run begin' -> 'rig-init: step run started'"
+    log_a, log_b = logdiff.parse("A", a), logdiff.parse("B", b)
+    k = next(i for i, r in enumerate(log_a.records, 1) if r.lineno == line)
+    diff = logdiff.unified(log_a, log_b)
+    assert diff[2:] == [f"@@ -{k - 3},7 +{k - 3},7 @@"] + \
+        [" " + logdiff.render(r) for r in log_a.records[k - 4:k - 1]] + \
+        [f"-{cpu}rig-init: step run begin", f"+{cpu}rig-init: step run started"] + \
+        [" " + logdiff.render(r) for r in log_a.records[k:k + 3]]
+
+
+def test_a_real_log_cut_in_the_middle_of_a_line():
+    whole = console("vanilla-panic-nmi")
+    last = b"[    2.096836] Kernel Offset: disabled\r\n"
+    assert whole.endswith(last)
+    # Cut inside the text: the last record changed.
+    got, res = kinds(whole, whole[:-len(last)] + b"[    2.096836] Kernel Off")
+    assert got == ["changed"] and res[0].detail == "'Kernel Offset: disabled' -> 'Kernel Off'"
+    # Cut inside the timestamp: the record is missing and the rest of its line is
+    # a line cut short, not a record of its own.
+    cut = whole[:-len(last)] + b"[    2.0968"
+    got, res = kinds(whole, cut)
+    assert got == ["missing", "split"]
+    assert of_kind(res, "missing")[0].detail.endswith("Kernel Offset: disabled")
+    assert of_kind(res, "split")[0].b_line == cut.count(b"\n") + 1
+
+
+def test_a_real_per_cpu_order_change():
+    a = console("patched-oops")
+    lines = a.split(b"\r\n")
+    i = lineno_of(a, "#PF: supervisor write access") - 1
+    lines[i], lines[i + 1] = lines[i + 1], lines[i]
+    got, res = kinds(a, b"\r\n".join(lines))
+    assert sorted(set(got)) == ["cpu-order", "moved"]
+    assert of_kind(res, "cpu-order")[0].detail == (
+        "CPU 1: A has '#PF: supervisor write access in kernel mode' where B has "
+        "'#PF: error_code(0x0002) - not-present page'")
+
+
+def test_a_real_level_change():
+    raw = real("vanilla-boot.dmesg-raw")
+    got, res = kinds(raw, raw.replace(b"<5>[    2.514360]", b"<3>[    2.514360]"))
+    assert got == ["level"] and res[0].detail == "level 5 -> 3: rig-init: step kmsg begin"
+
+
+def test_real_timestamps_beyond_a_tolerance():
+    a, b = console("vanilla-panic-nmi"), console("vanilla-oops")
+    assert "timestamp" not in kinds(a, b, ts_tolerance_s=5)[0]
+    late = of_kind(kinds(a, b, ts_tolerance_s=0.05)[1], "timestamp")
+    assert late and all(abs(float(d.detail.split()[0])) > 50 for d in late)
+    assert any(d.detail.endswith(" ms (tolerance 50 ms): Run /init as init process")
+               for d in late)
+
+
+def test_real_dropped_counts_and_cut_dropped_lines():
+    a, b = console("patched-s9-flood-a"), console("patched-s9-flood-b")
+    log = logdiff.parse("A", a)
+    assert log.dropped == [(251, 953), (253, 1)]
+    # "** 53 printk messages dr", "** replayin": cut by the emergency lines, no records.
+    assert not any(r.raw.startswith("*") for r in log.records)
+    assert {(231, "** replaying p"), (233, "** 53 printk messages dr")} <= set(log.split)
+    got, res = kinds(a, b)
+    assert got.count("dropped") == 1
+    assert of_kind(res, "dropped")[0].detail == (
+        "dropped counts A [953 at line 251, 1 at line 253], B [250 at line 238, "
+        "350 at line 241, 450 at line 244, 199 at line 249, 199 at line 254, 299 at line 257]")
+
+
+def test_a_real_line_holding_two_records():
+    a = console("vanilla-panic-nmi")
+    b = a.replace(b"[    2.079240] rigprintk: scen=P run begin\r\n",
+                  b"[    2.079240] rigprintk: scen=P r[    2.084254] un begin\r\n")
+    got, res = kinds(a, b)
+    assert "interleaved" in got
+    assert of_kind(res, "interleaved")[0].b_line == lineno_of(a, "scen=P run begin")
+
+
+def test_bad_real_input_exits_2_naming_the_file(tmp_path, capsys):
+    good = tmp_path / "good.log"
+    good.write_bytes(console("vanilla-boot"))
+    # A compressed capture given as is; an empty file; a /dev/kmsg dump (real
+    # records of vanilla-boot), which has no console line; a run directory
+    # without console.log.
+    cases = {"capture.xz": ((DATA / "vanilla-boot.console.xz").read_bytes(),
+                            "binary data (a NUL byte at offset 5), not a kernel log"),
+             "empty.log": (b"", "no kernel log line in it"),
+             "kmsg.dump": (b"5,0,0,-;Linux version 6.12.118-rig-vanilla (rig@printk-rig)\n"
+                           b"6,1,0,-;Command line: console=ttyS0,115200 panic=-1\n"
+                           b"6,2,0,-;BIOS-provided physical RAM map:\n",
+                           "no kernel log line in it"),
+             "rundir": (None, "no such file (give a log file or a run directory")}
+    for name, (data, msg) in cases.items():
+        path = tmp_path / name
+        if data is None:
+            path.mkdir()
+        else:
+            path.write_bytes(data)
+        for a, b in ((good, path), (path, good)):
+            assert logdiff.main(str(a), str(b), False, None, True, False, io.StringIO()) == 2
+            err = capsys.readouterr().err
+            assert err.startswith(f"rig diff: {path}") and msg in err, err

@@ -1,7 +1,7 @@
 import pytest
 
-from rig.logparse import (KmsgFormatError, parse_console_line, parse_kmsg, parse_transcript,
-                          split_lines)
+from rig.logparse import (REPLAY_LINE, KmsgFormatError, cut_marker, parse_console_line,
+                          parse_kmsg, parse_transcript, split_lines)
 
 
 def test_plain_6_12_console_line():
@@ -118,3 +118,27 @@ def test_the_last_attempt_of_a_chain_is_the_whole_line():
     t = parse_transcript(data)
     assert [(a.text, b.text) for a, b in t.interrupted] == [("fir", "firs")]
     assert [ln.text for ln in t.lines if not ln.replay] == ["emergency", "firs"]
+
+
+def test_cut_replay_and_dropped_lines_from_real_patched_runs():
+    # A takeover cuts the replay line too (an oops on the patched kernel,
+    # captured in rig/tests/data for rig diff); the printer prints it again whole.
+    import lzma
+    t = parse_transcript(lzma.decompress((DATA / "patched-oops.console.xz").read_bytes()))
+    assert not t.unparsed
+    cut = [(a.lineno, a.raw, b.raw) for a, b in t.interrupted if a.raw.startswith("*")]
+    assert cut == [(184, "** replaying previo", "** replaying previous printk message **")]
+    assert all(ln.replay for ln in t.lines if ln.raw.startswith("**"))
+    # S9's flood: cut replay lines never printed whole, cut dropped lines.
+    t = parse_transcript(lzma.decompress((DATA / "patched-s9-flood-a.console.xz").read_bytes()))
+    assert not any(ln.raw.startswith("*") for ln in t.unparsed)
+    assert [ln.dropped for ln in t.lines if ln.dropped is not None] == [953, 1]
+
+
+@pytest.mark.parametrize("raw,cut", [
+    ("*", True), ("** replayin", True), ("** 5", True), ("** 53 printk messages dr", True),
+    ("** 53 printk messages dropped *", True), (REPLAY_LINE, False),
+    ("** 53 printk messages dropped **", False), ("***", False), ("** note", False), ("", False),
+])
+def test_cut_marker(raw, cut):
+    assert cut_marker(raw) is cut
