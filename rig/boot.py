@@ -9,16 +9,19 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Dict, Optional, Tuple
+from typing import IO, Callable, Dict, List, Optional, Tuple
 
-from rig import logparse, paths
+from rig import bundle, logparse, paths
 from rig.build import artifacts
 from rig.machine import BootResult, Machine, Phase, default_phases, warm_reset_phases
 from rig.qemu_argv import MachineConfig
 
 _counter = itertools.count()
+# -icount shift: 2^N ns of virtual time per instruction (README, "Deterministic
+# mode": chosen by measurement).
+DEFAULT_ICOUNT_SHIFT = 4
 
 
 @dataclass
@@ -29,7 +32,7 @@ class BootRequest:
     memory_mb: int = 256
     accel: str = "tcg"            # tcg, kvm or auto (kvm only after a probe boot succeeds)
     deterministic: bool = False
-    icount_shift: int = 0         # -icount shift: 2^N ns of virtual time per instruction
+    icount_shift: int = DEFAULT_ICOUNT_SHIFT
     baud_model: bool = True
     uart_props: Dict[str, str] = field(default_factory=dict)   # e.g. an NMI trigger
     init_timeout_s: float = 60.0
@@ -60,18 +63,33 @@ def guest_time_of(console: bytes, needle: str) -> Optional[float]:
     return None
 
 
-def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
-    from rig.accel import resolve_accel
-    kernel = artifacts.kernel(req.flavor)
-    qemu = artifacts.qemu()
-    initrd = artifacts.initramfs(req.flavor)
-    run_dir = req.run_dir or new_run_dir(req.name, req.flavor)
-    accel = resolve_accel(req.accel, qemu, kernel, initrd)
-    cfg = MachineConfig(qemu=qemu.path("qemu-system-x86_64"), kernel=kernel.path("bzImage"),
-                        initrd=initrd.path("initramfs"), run_dir=run_dir, cmdline=req.cmdline,
-                        smp=req.smp, memory_mb=req.memory_mb, accel=accel,
-                        deterministic=req.deterministic, icount_shift=req.icount_shift,
-                        baud_model=req.baud_model,
+LITERAL_RE = re.compile(rb"[A-Za-z0-9 _:=.-]+")
+
+
+def device_triggers(req: BootRequest) -> BootRequest:
+    """In deterministic mode a host-timed QMP NMI becomes the UART's NMI
+    trigger on the same console text: QEMU's inject-nmi reaches the boot CPU
+    (LINT1), so the UART aims at vCPU 0, right after the text's last byte."""
+    if not (req.deterministic and req.qmp_when):
+        return req
+    pattern, command, _ = req.qmp_when
+    if command != "inject-nmi":
+        raise ValueError(f"deterministic mode cannot time the QMP command {command!r} "
+                         f"from the host; only inject-nmi has a device trigger")
+    if not LITERAL_RE.fullmatch(pattern):
+        raise ValueError(f"deterministic mode fires the NMI from the UART on literal "
+                         f"console text; {pattern!r} is a regular expression")
+    props = dict(req.uart_props, **{"nmi-pattern": pattern.decode(), "nmi-cpu": "0"})
+    return replace(req, qmp_when=None, uart_props=props)
+
+
+def machine_plan(req: BootRequest, qemu: Path, kernel: Path, initrd: Path, run_dir: Path,
+                 accel: str) -> Tuple[MachineConfig, List[Phase], Optional[Callable]]:
+    """The QEMU configuration, the phases and the phase hook of one boot."""
+    cfg = MachineConfig(qemu=qemu, kernel=kernel, initrd=initrd, run_dir=run_dir,
+                        cmdline=req.cmdline, smp=req.smp, memory_mb=req.memory_mb,
+                        accel=accel, deterministic=req.deterministic,
+                        icount_shift=req.icount_shift, baud_model=req.baud_model,
                         uart_props=req.uart_props, warm_reset=req.warm_reset)
     slow = 4.0 if req.deterministic else 1.0
     phases = (warm_reset_phases if req.warm_reset else default_phases)(req.init_timeout_s, slow)
@@ -83,8 +101,34 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
         def on_phase(m, name):
             if name == "qmp trigger":
                 m.qmp.execute(command, arguments or None)
-    with Machine(cfg, phases, live=live, on_phase=on_phase) as m:
+    return cfg, phases, on_phase
+
+
+def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
+    from rig.accel import resolve_accel
+    req = device_triggers(req)
+    kernel = artifacts.kernel(req.flavor)
+    qemu = artifacts.qemu()
+    initrd = artifacts.initramfs(req.flavor)
+    run_dir = req.run_dir or new_run_dir(req.name, req.flavor)
+    accel = resolve_accel(req.accel, qemu, kernel, initrd)
+    cfg, phases, on_phase = machine_plan(
+        req, qemu.path("qemu-system-x86_64"), kernel.path("bzImage"),
+        initrd.path("initramfs"), run_dir, accel)
+    machine = Machine(cfg, phases, live=live, on_phase=on_phase)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    bundle.write(run_dir, req, cfg, machine.argv, {
+        "qemu": bundle.input_entry(qemu, "qemu-system-x86_64",
+                                   bundle.rebuild_command(req.flavor, "qemu")),
+        "kernel": bundle.input_entry(kernel, "bzImage",
+                                     bundle.rebuild_command(req.flavor, "kernel")),
+        "initramfs": dict(bundle.input_entry(initrd, "initramfs",
+                                             bundle.rebuild_command(req.flavor, "initramfs")),
+                          module_sha256=initrd["outputs"].get("module_sha256")),
+    })
+    with machine as m:
         result = m.run()
+    bundle.finish(run_dir, result.outcome.cls)
     result.summary = {
         "name": req.name,
         "flavor": req.flavor,
@@ -95,6 +139,7 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
                     "init_end": guest_time_of(result.console, "rig-init: end status=")},
         "accel": accel,
         "deterministic": req.deterministic,
+        "icount_shift": req.icount_shift if req.deterministic else None,
         "baud_model": req.baud_model,
         "kernel": {"release": kernel["outputs"]["kernel_release"],
                    "source": kernel["outputs"]["source_version"],

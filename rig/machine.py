@@ -128,7 +128,8 @@ class Machine:
     """A QEMU process for one boot; use as a context manager."""
 
     def __init__(self, cfg: MachineConfig, phases: List[Phase], live: Optional[IO] = None,
-                 on_phase: Optional[Callable[["Machine", str], None]] = None):
+                 on_phase: Optional[Callable[["Machine", str], None]] = None,
+                 argv: Optional[List[str]] = None):
         self.cfg = cfg
         # Called after each phase that ended by its pattern, in the harness
         # thread, so it may use self.qmp (for example to arm a trigger).
@@ -137,7 +138,8 @@ class Machine:
         self.live = live
         self.child: Optional[pexpect.spawn] = None
         self.qmp: Optional[QMPClient] = None
-        self.argv = build_argv(cfg)
+        # A replay passes the recorded command line (its paths substituted).
+        self.argv = argv if argv is not None else build_argv(cfg)
         self._killed_by_rig = False
 
     # -- process lifetime -------------------------------------------------
