@@ -22,6 +22,16 @@ def pytest_addoption(parser):
     group.addoption("--kernel-like", choices=paths.FLAVORS, default="patched",
                     help="whose expectations --kernel must meet: patched (every seed "
                          "property, the default) or vanilla (6.12's known gaps xfail)")
+    group.addoption("--deterministic", action="store_true",
+                    help="run every boot under -icount (byte-identical evidence run after "
+                         "run); the panic and NMI scenarios do so anyway")
+    group.addoption("--icount-shift", type=int, metavar="N",
+                    help="icount shift of every deterministic boot (default: the "
+                         "scenario's, else the rig's default)")
+    group.addoption("--golden", choices=["check", "update", "off"], default="check",
+                    help="deterministic boots: compare the transcript with golden/ "
+                         "(check, the default), rewrite golden/ (update: make golden), "
+                         "or neither (off)")
     group.addoption("--keep-runs", action="store_true",
                     help="keep the run directories of passing scenarios too (failing ones "
                          "are always kept)")

@@ -2,13 +2,17 @@
 failure; boot with the test module and parse the evidence; and say what a
 flavor is expected to lack."""
 import shutil
+from typing import Optional
 
 import pytest
 
-from rig.boot import BootRequest, boot
+from rig.boot import DEFAULT_ICOUNT_SHIFT, BootRequest, boot
+from rig import golden, paths
 from rig.build import custom
 from rig.evidence import Evidence
 from rig.rigprintk import cmdline
+
+GOLDEN_CHANGES = pytest.StashKey[list]()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -31,6 +35,8 @@ def rig_boot(request):
         dirs.append(result.run_dir)
         request.node.user_properties.append(("run_dir", str(result.run_dir)))
         print(f"run directory: {result.run_dir}")
+        if req.deterministic:
+            compare_golden(request, result, len(dirs))
         return result
     yield run
     report = getattr(request.node, "rig_call_report", None)
@@ -40,14 +46,56 @@ def rig_boot(request):
             shutil.rmtree(d, ignore_errors=True)
 
 
+def compare_golden(request, result, boot_no: int) -> None:
+    """A deterministic boot of a `deterministic` test is compared with its
+    golden transcript (--golden=check) or recorded (--golden=update). Not with
+    --icount-shift (other timing, other transcript) nor for a --kernel."""
+    config, node = request.config, request.node
+    mode = config.getoption("golden")
+    if (mode == "off" or node.get_closest_marker("deterministic") is None
+            or config.getoption("icount_shift") is not None
+            or result.summary["flavor"] not in paths.FLAVORS):
+        return
+    params = getattr(getattr(node, "callspec", None), "params", {})
+    path = golden.file_name(node.fspath.basename, node.originalname, params,
+                            result.summary["flavor"], boot_no)
+    lines = golden.normalize(result.console)
+    normalized = result.run_dir / "console.golden.txt"
+    normalized.write_text("\n".join(lines) + "\n")
+    if mode == "update":
+        head = golden.header(node.nodeid, boot_no, result.summary)
+        config.stash.setdefault(GOLDEN_CHANGES, []).append(golden.update(path, lines, head))
+        return
+    problem = golden.mismatch(path, lines, normalized)
+    if problem:
+        # Not an AssertionError: a strict xfail on vanilla must not swallow it.
+        pytest.fail(f"{problem}\n(run directory {result.run_dir})", pytrace=False)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    changes = config.stash.get(GOLDEN_CHANGES, [])
+    if not changes:
+        return
+    tr = terminalreporter
+    counts = {s: sum(c.status == s for c in changes) for s in ("new", "changed", "unchanged")}
+    tr.section("golden transcripts")
+    for c in changes:
+        if c.status != "unchanged":
+            rel = c.path.relative_to(golden.golden_root().parent)
+            tr.write_line(f"{c.status:<9} {rel} (+{c.added} -{c.removed} lines)")
+    tr.write_line(f"golden: {counts['new']} new, {counts['changed']} changed, "
+                  f"{counts['unchanged']} unchanged; review with `git diff golden/`")
+
+
 @pytest.fixture
-def rig_run(rig_boot):
+def rig_run(rig_boot, request):
     """Boot flavor with rig-init steps and test module parameters; the run must
     end cleanly (unless expect says otherwise); returns the parsed Evidence."""
     def run(flavor: str, name: str, steps: str, extra: str = "", expect: str = "clean",
             smp: int = 2, uart_props=None, qmp_when=None, baud_model: bool = True,
-            deterministic: bool = False, icount_shift: int = 0, warm_reset: bool = False,
-            **module) -> Evidence:
+            deterministic: bool = False, icount_shift: Optional[int] = None,
+            warm_reset: bool = False, **module) -> Evidence:
+        deterministic, icount_shift = determinism(request, deterministic, icount_shift)
         req = BootRequest(flavor=flavor, name=name, smp=smp, uart_props=uart_props or {},
                           qmp_when=qmp_when, baud_model=baud_model,
                           deterministic=deterministic, icount_shift=icount_shift,
@@ -59,6 +107,18 @@ def rig_run(rig_boot):
                                               f"(run directory {result.run_dir})")
         return Evidence.of(result)
     return run
+
+
+def determinism(request, deterministic: bool, icount_shift: Optional[int]):
+    """A boot is deterministic when the scenario asks, when its test carries
+    the `deterministic` marker (the panic and NMI scenarios) or with
+    --deterministic; --icount-shift overrides every shift."""
+    deterministic = (deterministic or request.config.getoption("deterministic")
+                     or request.node.get_closest_marker("deterministic") is not None)
+    forced = request.config.getoption("icount_shift")
+    if forced is not None:
+        return deterministic, forced
+    return deterministic, DEFAULT_ICOUNT_SHIFT if icount_shift is None else icount_shift
 
 
 @pytest.fixture

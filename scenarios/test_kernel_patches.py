@@ -33,6 +33,7 @@ BACKLOG = dict(flood_count=FLOOD, flood_cpus=mask([0]), flood_wait=False, flood_
 SHIFT = 3
 
 
+@pytest.mark.deterministic
 def test_nmi_error_reaches_the_wire_ahead_of_the_backlog(rig_run):
     # Deterministic: the NMI's emergency write waits a bounded time for the
     # printer to hand the console over between two bytes, and under TCG a
@@ -82,6 +83,7 @@ WRITER_VICTIM = "rigprintk: scen=nmi-writer cpu=0 ctx=task seq=5 "
 
 @pytest.mark.nmi
 @pytest.mark.emergency
+@pytest.mark.deterministic
 @pytest.mark.parametrize("write", ["thread", "atomic"])
 def test_nmi_on_the_writing_cpu_defers_its_record_without_loss(rig_run, flavor, write):
     # thread: INFO lines, written by the printer thread (patched, pinned to

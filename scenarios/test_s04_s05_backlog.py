@@ -16,7 +16,7 @@ import pytest
 from rig.rigprintk import MARK_BEFORE, mask, stats
 from rig.wire import line_latency, marker
 
-pytestmark = [pytest.mark.boots, pytest.mark.emergency]
+pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.deterministic]
 
 FLOOD = 1200
 BACKLOG = dict(flood_count=FLOOD, flood_cpus=mask([0]), flood_wait=False,

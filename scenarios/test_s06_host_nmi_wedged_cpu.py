@@ -15,7 +15,7 @@ import pytest
 from rig.rigprintk import MARK_SPIN_BEGIN, MARK_SPIN_END, mask
 from rig.wire import marker
 
-pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.emergency]
+pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.emergency, pytest.mark.deterministic]
 
 WEDGED = 0
 

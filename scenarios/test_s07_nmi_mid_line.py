@@ -14,7 +14,7 @@ import pytest
 from rig.properties import assert_ier_restored
 from rig.rigprintk import mask
 
-pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.emergency]
+pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.emergency, pytest.mark.deterministic]
 
 VICTIM = "rigprintk: scen=S7 cpu=0 ctx=task seq=5 "
 OFFSET = 40

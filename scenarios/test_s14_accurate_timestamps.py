@@ -18,7 +18,7 @@ import pytest
 from rig.rigprintk import MARK_SELF_NMI, MARK_SPIN_END
 from rig.wire import marker
 
-pytestmark = [pytest.mark.boots, pytest.mark.nmi]
+pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.deterministic]
 
 SPIN_MS = 400
 DONE_RE = re.compile(r"cpu 1 spin done begin_ns=(\d+) end_ns=(\d+)")
