@@ -32,7 +32,7 @@ def main(out_dir: Path, pytest_args: List[str], only: List[str]) -> int:
         junit = out_dir / f"mutant-{name}.xml"
         print(f"[mutants] {name}: running the scenarios on it", flush=True)
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        "--flavor", "patched", f"--junitxml={junit}"]
+                        "--flavor", "patched", "--golden=off", f"--junitxml={junit}"]
                        + (pytest_args or ["scenarios"]), env=env)
         caught = failure_messages(junit) if junit.is_file() else {}
         rows.append((name, "caught" if caught else "NOT CAUGHT", caught))

@@ -25,10 +25,16 @@ MUTANTS = paths.KERNEL_PATCHES / "mutants"
 
 def mutant() -> Optional[Path]:
     """RIG_MUTANT=NAME puts kernel-patches/mutants/NAME.patch on top of the
-    patched flavor (make mutants); unset, the patched flavor is the series."""
+    patched flavor (make mutants), RIG_MUTANT=PATH that patch file; unset,
+    the patched flavor is the series."""
     name = os.environ.get("RIG_MUTANT")
     if not name:
         return None
+    if "/" in name:     # a patch file of its own (a test's kernel change)
+        patch = Path(name).resolve()
+        if not patch.is_file():
+            raise BuildError(f"RIG_MUTANT={name}: no such patch file")
+        return patch
     patch = MUTANTS / (name if name.endswith(".patch") else f"{name}.patch")
     if not patch.is_file():
         known = ", ".join(p.stem for p in read_series(MUTANTS / "series"))

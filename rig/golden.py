@@ -1,0 +1,107 @@
+"""Golden transcripts: what a deterministic scenario looks like on the wire.
+
+One file per deterministic test, boot and flavor under golden/, normalized so
+that it only changes when what the kernel prints changes: timestamps zeroed
+(the byte-identity of whole runs is checked separately, by `rig
+determinism`), addresses, code offsets, register values, pids and hashes
+masked, CR removed, control bytes escaped. It stays a kernel log, so `rig
+diff` reads it. Scenarios compare each deterministic boot with its golden
+file (pytest --golden=check); `make golden` rewrites them (--golden=update)
+and prints what changed.
+"""
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional
+
+from rig import logdiff, logparse, paths
+
+GOLDEN_DIR_ENV = "RIG_GOLDEN_DIR"
+TS_RE = re.compile(r"\[\s*\d+\.\d{6}\]")
+ZERO_TS = "[    0.000000]"
+# Code offsets move with any change to the kernel's code: "panic+0x1a2/0x3b0".
+OFFSET_RE = re.compile(r"\+0x[0-9a-f]+/0x[0-9a-f]+\b")
+CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+HEADER = "# "
+
+
+def golden_root() -> Path:
+    import os
+    env = os.environ.get(GOLDEN_DIR_ENV)
+    return Path(env).resolve() if env else paths.REPO / "golden"
+
+
+def normalize_line(line: str) -> str:
+    line = TS_RE.sub(ZERO_TS, line)
+    line = OFFSET_RE.sub("+0x<off>/0x<size>", logdiff.mask(line))
+    return CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", line).rstrip()
+
+
+def normalize(console: bytes) -> List[str]:
+    return [normalize_line(ln) for ln in logparse.split_lines(console)]
+
+
+def file_name(module: str, test: str, params: dict, flavor: str, boot: int) -> Path:
+    """golden/<test file>/<test>[-<params>].<flavor>[.<boot>].txt"""
+    stem = Path(module).stem
+    extra = "".join(f"-{v}" for k, v in sorted(params.items()) if k != "flavor")
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{test}{extra}")
+    suffix = f".{boot}" if boot > 1 else ""
+    return golden_root() / stem / f"{name}.{flavor}{suffix}.txt"
+
+
+def header(test_id: str, boot: int, summary: dict) -> List[str]:
+    k = summary.get("kernel", {})
+    return [f"{HEADER}golden transcript: {test_id}, boot {boot}, flavor {summary.get('flavor')}",
+            f"{HEADER}kernel {k.get('release')} ({k.get('source')}), icount shift "
+            f"{summary.get('icount_shift')}",
+            f"{HEADER}normalized (rig/golden.py): timestamps zeroed; addresses, code offsets, "
+            f"pids and hashes masked; CR removed",
+            f"{HEADER}regenerate: make golden; compare: python3 -m rig diff THIS_FILE RUN_DIR"]
+
+
+def body(text: str) -> List[str]:
+    return [ln for ln in text.splitlines() if not ln.startswith(HEADER)]
+
+
+@dataclass
+class Change:
+    path: Path
+    status: str              # new, changed, unchanged
+    added: int = 0
+    removed: int = 0
+
+
+def update(path: Path, lines: List[str], head: List[str]) -> Change:
+    old = body(path.read_text()) if path.is_file() else None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(head + lines) + "\n")
+    if old is None:
+        return Change(path, "new", added=len(lines))
+    if old == lines:
+        return Change(path, "unchanged")
+    ops = difflib.SequenceMatcher(None, old, lines, autojunk=False).get_opcodes()
+    return Change(path, "changed",
+                  added=sum(j2 - j1 for tag, _, _, j1, j2 in ops if tag != "equal"),
+                  removed=sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag != "equal"))
+
+
+def mismatch(path: Path, lines: List[str], run_file: Path) -> Optional[str]:
+    """None if the run matches its golden file; else a readable report: the
+    records that differ (rig diff's findings) and a unified diff."""
+    if not path.is_file():
+        return (f"no golden transcript {path} for this boot: record it with `make golden` "
+                f"(the run's normalized transcript is {run_file})")
+    old = body(path.read_text())
+    if old == lines:
+        return None
+    # Header lines blanked, not dropped: line numbers then match the file.
+    blanked = ["" if ln.startswith(HEADER) else ln for ln in path.read_text().splitlines()]
+    a = logdiff.parse(str(path), "\n".join(blanked).encode())
+    b = logdiff.parse(str(run_file), "\n".join(lines).encode())
+    res = logdiff.Result(a, b, logdiff.compare(a, b), logdiff.unified(a, b))
+    return (f"the transcript differs from its golden file {path}\n"
+            f"{logdiff.format_text(res, colour=False)}\n"
+            f"If the change is intended, accept it with `make golden` and review "
+            f"`git diff {paths.REPO.name}/golden`.")

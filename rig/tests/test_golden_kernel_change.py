@@ -1,0 +1,53 @@
+"""A kernel change shows in the golden transcripts: the patched kernel with
+one message changed (rig/tests/data/golden-message-change.patch, built like
+a mutant: cached after the first build, about 6 min) fails the golden
+comparison of the panic scenario with a diff that names that message, and
+`rig golden` accepts it, after which the comparison passes."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rig import paths
+
+pytestmark = [pytest.mark.builds, pytest.mark.boots]
+
+PATCH = Path(__file__).parent / "data" / "golden-message-change.patch"
+TEST = "scenarios/test_s10_panic_in_nmi.py::test_s10_panic_from_nmi_reaches_the_wire_complete"
+GOLDEN = Path("test_s10_panic_in_nmi/test_s10_panic_from_nmi_reaches_the_wire_complete"
+              ".patched.txt")
+
+
+def rig(*args, env):
+    return subprocess.run([sys.executable, "-m", *args], cwd=paths.REPO, env=env,
+                          capture_output=True, text=True)
+
+
+def test_a_changed_message_fails_the_golden_check_and_make_golden_accepts_it(tmp_path):
+    golden_dir = tmp_path / "golden"
+    shutil.copytree(paths.REPO / "golden", golden_dir)
+    env = dict(__import__("os").environ, RIG_MUTANT=str(PATCH), RIG_GOLDEN_DIR=str(golden_dir),
+               RIG_RUNS=str(tmp_path / "runs"))
+    build = rig("rig", "build", "kernel", "initramfs", "--flavor", "patched", env=env)
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+
+    check = rig("pytest", "-q", "-p", "no:cacheprovider", "--flavor", "patched", TEST, env=env)
+    assert check.returncode == 1, check.stdout[-3000:]
+    out = check.stdout
+    assert f"differs from its golden file {golden_dir / GOLDEN}" in out, out[-3000:]
+    assert "1 changed" in out, out[-3000:]
+    changed = [ln for ln in out.splitlines() if ln.startswith("changed ")]
+    assert len(changed) == 1 and "'Kernel Offset: disabled'" in changed[0] \
+        and "'Kernel Offset: disabled (no KASLR)'" in changed[0], out[-3000:]
+    assert "-Kernel Offset: disabled" in out or "Kernel Offset: disabled\n" in out
+
+    accept = rig("rig", "golden", "--flavor", "patched", "--", TEST, env=env)
+    assert accept.returncode == 0, accept.stdout[-3000:]
+    assert f"changed   {Path(golden_dir.name) / GOLDEN} (+1 -1 lines)" in accept.stdout, \
+        accept.stdout[-3000:]
+    assert "Kernel Offset: disabled (no KASLR)" in (golden_dir / GOLDEN).read_text()
+
+    again = rig("pytest", "-q", "-p", "no:cacheprovider", "--flavor", "patched", TEST, env=env)
+    assert again.returncode == 0, again.stdout[-3000:]
