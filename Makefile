@@ -12,9 +12,9 @@ PACKAGES := \
 	dpkg-dev ninja-build meson pkg-config libglib2.0-dev libpixman-1-dev libfdt-dev zlib1g-dev \
 	seabios qemu-system-data \
 	busybox-static util-linux \
-	python3 python3-pytest python3-pexpect python3-pytest-xdist
+	python3 python3-pytest python3-pexpect python3-pytest-xdist gdb
 
-.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants clean clean-cache
+.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check clean clean-cache
 
 help:
 	@echo "make demo        boot the patched kernel, print the transcript and a verdict"
@@ -25,6 +25,9 @@ help:
 	@echo "make series-check  apply, checkpatch --strict and build kernel-patches/ patch by patch"
 	@echo "make flake-check   run the scenarios 5 times, fail if any verdict changes"
 	@echo "make mutants       run the scenarios on each kernel mutant; fail if one is not caught"
+	@echo "make golden      rerun the deterministic scenarios and rewrite golden/ (says what changed)"
+	@echo "make replay RUN=DIR [GDB=1]  re-run a recorded boot, compare its evidence bytes"
+	@echo "make determinism-check  deterministic scenarios 10 times: byte-identical evidence?"
 	@echo "make clean       remove run directories;  make clean-cache  remove the build cache"
 
 deps:
@@ -47,6 +50,16 @@ flake-check: build
 
 mutants: build
 	@$(RIG) mutants -- scenarios $(PYTEST_ARGS)
+
+golden: build
+	@$(RIG) golden -- $(PYTEST_ARGS)
+
+replay: build
+	@test -n "$(RUN)" || { echo "usage: make replay RUN=runs/<run directory> [GDB=1]"; exit 2; }
+	@$(RIG) replay $(if $(GDB),--gdb) $(RUN)
+
+determinism-check: build
+	@$(RIG) determinism --runs 10 -- scenarios $(PYTEST_ARGS)
 
 build: deps
 	@$(RIG) build kernel qemu initramfs

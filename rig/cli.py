@@ -100,6 +100,35 @@ def cmd_diff(args) -> int:
                         colour, sys.stdout)
 
 
+def cmd_replay(args) -> int:
+    from rig import replay
+    try:
+        return replay.replay(Path(args.bundle), gdb_port=args.gdb_port if args.gdb else None,
+                             live=None if args.quiet else sys.stdout.buffer)
+    except replay.bundle.BundleError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def cmd_golden(args) -> int:
+    """Rewrite golden/ from fresh deterministic runs and say what changed."""
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            "-m", "deterministic", "--golden=update"]
+    for flavor in args.flavor or []:
+        argv += ["--flavor", flavor]
+    extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    rc = subprocess.call(argv + (extra or ["scenarios"]), cwd=paths.REPO)
+    subprocess.call(["git", "status", "--short", "--", "golden"], cwd=paths.REPO)
+    return rc
+
+
+def cmd_determinism(args) -> int:
+    from rig import determinism
+    extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    return determinism.main(args.runs, paths.runs_root() / "determinism",
+                            extra or ["scenarios"])
+
+
 def cmd_run(args) -> int:
     """Run one scenario file of scenarios/ through pytest."""
     name = args.scenario
@@ -194,6 +223,38 @@ def build_parser() -> argparse.ArgumentParser:
                    help="match on the exact text: do not mask addresses, pids and hashes")
     d.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     d.set_defaults(func=cmd_diff)
+
+    rp = sub.add_parser("replay", help="run a recorded boot again and compare its evidence",
+                        description="Re-run the boot recorded in a run directory's "
+                                    "bundle.json from the cached inputs (or say which input "
+                                    "is missing and how to rebuild it), and report whether "
+                                    "console.log, uart.log and side.bin are byte-identical "
+                                    "and where they first differ. Exit 0 identical, 1 "
+                                    "different, 2 cannot replay.")
+    rp.add_argument("bundle", help="a run directory (or its bundle.json)")
+    rp.add_argument("--gdb", action="store_true",
+                    help="start paused with QEMU's gdb stub, no phase timeouts")
+    rp.add_argument("--gdb-port", type=int, default=1234, metavar="PORT")
+    rp.add_argument("--quiet", action="store_true", help="do not print the console live")
+    rp.set_defaults(func=cmd_replay)
+
+    g = sub.add_parser("golden", help="rewrite golden/ from deterministic runs",
+                       description="Run the deterministic scenarios with --golden=update: "
+                                   "each boot's normalized transcript replaces its golden "
+                                   "file; prints what is new or changed.")
+    g.add_argument("--flavor", action="append", choices=paths.FLAVORS)
+    g.add_argument("pytest_args", nargs=argparse.REMAINDER, help="more pytest arguments after --")
+    g.set_defaults(func=cmd_golden)
+
+    de = sub.add_parser("determinism", help="run the deterministic scenarios N times, "
+                                            "compare every boot's evidence bytes",
+                        description="Run pytest -m deterministic N times; exit 1 if any "
+                                    "boot's console.log, uart.log or side.bin differs "
+                                    "between runs (naming the first difference).")
+    de.add_argument("--runs", type=int, default=10)
+    de.add_argument("pytest_args", nargs=argparse.REMAINDER,
+                    help="pytest arguments after -- (default: scenarios)")
+    de.set_defaults(func=cmd_determinism)
 
     mu = sub.add_parser("mutants", help="run the scenarios on each kernel mutant",
                         description="Build the patched kernel with each patch of "
