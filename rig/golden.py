@@ -20,10 +20,8 @@ from rig import logdiff, logparse, paths
 GOLDEN_DIR_ENV = "RIG_GOLDEN_DIR"
 TS_RE = re.compile(r"\[\s*\d+\.\d{6}\]")
 ZERO_TS = "[    0.000000]"
-# Code offsets move with any change to the kernel's code: "panic+0x1a2/0x3b0".
-OFFSET_RE = re.compile(r"\+0x[0-9a-f]+/0x[0-9a-f]+\b")
 CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-HEADER = "# "
+HEADER = logdiff.COMMENT     # rig diff skips these lines
 
 
 def golden_root() -> Path:
@@ -34,8 +32,7 @@ def golden_root() -> Path:
 
 def normalize_line(line: str) -> str:
     line = TS_RE.sub(ZERO_TS, line)
-    line = OFFSET_RE.sub("+0x<off>/0x<size>", logdiff.mask(line))
-    return CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", line).rstrip()
+    return CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", logdiff.mask(line))
 
 
 def normalize(console: bytes) -> List[str]:
@@ -96,9 +93,7 @@ def mismatch(path: Path, lines: List[str], run_file: Path) -> Optional[str]:
     old = body(path.read_text())
     if old == lines:
         return None
-    # Header lines blanked, not dropped: line numbers then match the file.
-    blanked = ["" if ln.startswith(HEADER) else ln for ln in path.read_text().splitlines()]
-    a = logdiff.parse(str(path), "\n".join(blanked).encode())
+    a = logdiff.parse(str(path), path.read_bytes())
     b = logdiff.parse(str(run_file), "\n".join(lines).encode())
     res = logdiff.Result(a, b, logdiff.compare(a, b), logdiff.unified(a, b))
     return (f"the transcript differs from its golden file {path}\n"

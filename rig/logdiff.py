@@ -39,7 +39,11 @@ MASKS = [
     (re.compile(r"\b0x[0-9a-fA-F]{6,}\b"), "0x<addr>"),
     (re.compile(r"\b[0-9a-f]{16}\b"), "<hex>"),
     (re.compile(r"\b(pid|PID)([:=]\s*| )\d+"), r"\1\2<pid>"),
+    # Code offsets move with any change to the kernel's code: "panic+0x59/0x1a0".
+    (re.compile(r"\+0x[0-9a-f]+/0x[0-9a-f]+\b"), "+0x<off>/0x<size>"),
 ]
+# Comment lines of our own files (the header of a golden transcript).
+COMMENT = "# "
 
 
 class DiffInputError(ValueError):
@@ -69,7 +73,7 @@ class Log:
 def mask(text: str) -> str:
     for pattern, repl in MASKS:
         text = pattern.sub(repl, text)
-    return text
+    return text.rstrip()
 
 
 def read(path: Path) -> Tuple[str, bytes]:
@@ -90,6 +94,8 @@ def parse(name: str, data: bytes, masked: bool = True) -> Log:
     log = Log(name)
     entries = []
     for lineno, raw in enumerate(logparse.split_lines(data), 1):
+        if raw.startswith(COMMENT):
+            continue
         level = None
         m = DECODE_RE.match(raw)
         if m and m.group("lvl") in LEVELS:
