@@ -8,6 +8,11 @@ NMI, reaches the wire while CPU 0 spins. The spin lasts until the NMI has
 been handled on CPU 0 (at least 300 ms), so the verdict does not depend on
 how fast the host sees the announcement.
 
+The scenario runs deterministically (-icount), where a host-timed QMP
+command has no place: there the UART fires the NMI at vCPU 0 right after the
+announcement's last byte (rig.boot.device_triggers). A boot without
+-icount sends the QMP command, as described above.
+
 Vanilla defers a printk() from NMI context to irq_work, which cannot run on
 a CPU with interrupts off, so the message waits for the spin to end."""
 import pytest
