@@ -93,7 +93,7 @@ def rig_run(rig_boot, request):
     end cleanly (unless expect says otherwise); returns the parsed Evidence."""
     def run(flavor: str, name: str, steps: str, extra: str = "", expect: str = "clean",
             smp: int = 2, uart_props=None, qmp_when=None, baud_model: bool = True,
-            deterministic: bool = False, icount_shift: Optional[int] = None,
+            deterministic: Optional[bool] = None, icount_shift: Optional[int] = None,
             warm_reset: bool = False, **module) -> Evidence:
         deterministic, icount_shift = determinism(request, deterministic, icount_shift)
         req = BootRequest(flavor=flavor, name=name, smp=smp, uart_props=uart_props or {},
@@ -109,12 +109,14 @@ def rig_run(rig_boot, request):
     return run
 
 
-def determinism(request, deterministic: bool, icount_shift: Optional[int]):
-    """A boot is deterministic when the scenario asks, when its test carries
-    the `deterministic` marker (the panic and NMI scenarios) or with
-    --deterministic; --icount-shift overrides every shift."""
-    deterministic = (deterministic or request.config.getoption("deterministic")
-                     or request.node.get_closest_marker("deterministic") is not None)
+def determinism(request, deterministic: Optional[bool], icount_shift: Optional[int]):
+    """A boot is deterministic when the scenario asks (True), or, unless it
+    says False, when its test carries the `deterministic` marker (the panic
+    and NMI scenarios); always with --deterministic. --icount-shift overrides
+    every shift."""
+    if deterministic is None:
+        deterministic = request.node.get_closest_marker("deterministic") is not None
+    deterministic = deterministic or request.config.getoption("deterministic")
     forced = request.config.getoption("icount_shift")
     if forced is not None:
         return deterministic, forced
