@@ -8,6 +8,7 @@ kept to show where a later run first differs; the others are deleted once
 hashed (a flood's register log is megabytes).
 """
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -72,7 +73,7 @@ def main(runs: int, out_dir: Path, pytest_args: List[str]) -> int:
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         "-m", "deterministic", "--keep-runs",
                         f"--junitxml={junit}"] + pytest_args,
-                       env=dict(__import__("os").environ, RIG_RUNS=str(runs_dir)))
+                       env=dict(os.environ, RIG_RUNS=str(runs_dir)))
         failed_tests |= {t for t, v in verdicts(junit).items() if v not in ("passed", "xfailed")}
         boots = boots_of(runs_dir)
         seen.append({k: hashes(d) for k, d in boots.items()})

@@ -3,6 +3,7 @@ one message changed (rig/tests/data/golden-message-change.patch, built like
 a mutant: cached after the first build, about 6 min) fails the golden
 comparison of the panic scenario with a diff that names that message, and
 `rig golden` accepts it, after which the comparison passes."""
+import os
 import shutil
 import subprocess
 import sys
@@ -28,7 +29,7 @@ def rig(*args, env):
 def test_a_changed_message_fails_the_golden_check_and_make_golden_accepts_it(tmp_path):
     golden_dir = tmp_path / "golden"
     shutil.copytree(paths.REPO / "golden", golden_dir)
-    env = dict(__import__("os").environ, RIG_MUTANT=str(PATCH), RIG_GOLDEN_DIR=str(golden_dir),
+    env = dict(os.environ, RIG_MUTANT=str(PATCH), RIG_GOLDEN_DIR=str(golden_dir),
                RIG_RUNS=str(tmp_path / "runs"))
     build = rig("rig", "build", "kernel", "initramfs", "--flavor", "patched", env=env)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]

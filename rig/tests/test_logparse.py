@@ -1,3 +1,6 @@
+import lzma
+from pathlib import Path
+
 import pytest
 
 from rig.logparse import (REPLAY_LINE, KmsgFormatError, cut_marker, parse_console_line,
@@ -58,7 +61,7 @@ def test_kmsg_format_errors(bad, msg):
         parse_kmsg(bad)
 
 
-DATA = __import__("pathlib").Path(__file__).parent / "data"
+DATA = Path(__file__).parent / "data"
 
 
 def test_replay_line_and_interrupted_fragment_from_a_real_patched_boot():
@@ -123,7 +126,6 @@ def test_the_last_attempt_of_a_chain_is_the_whole_line():
 def test_cut_replay_and_dropped_lines_from_real_patched_runs():
     # A takeover cuts the replay line too (an oops on the patched kernel,
     # captured in rig/tests/data for rig diff); the printer prints it again whole.
-    import lzma
     t = parse_transcript(lzma.decompress((DATA / "patched-oops.console.xz").read_bytes()))
     assert not t.unparsed
     cut = [(a.lineno, a.raw, b.raw) for a, b in t.interrupted if a.raw.startswith("*")]
