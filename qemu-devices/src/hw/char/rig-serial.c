@@ -460,6 +460,11 @@ static void rig_serial_realize(DeviceState *dev, Error **errp)
         return;
     }
     s->irq = isa_get_irq(isadev, r->isairq);
+    /*
+     * Every THR byte reaches the chardev (and console.log), in order; a
+     * slow reader stalls the vCPU, never the transcript or virtual time.
+     */
+    s->xmit_blocking = true;
     if (!qdev_realize(DEVICE(s), NULL, errp)) {
         return;
     }
