@@ -80,13 +80,15 @@ def test_determinism_matches_boots_across_runs_and_names_the_differing_runs():
     assert determinism.disagreements(runs[:2]) == {}
 
 
-def test_boots_of_orders_a_tests_boots_by_the_run_counter(tmp_path):
-    for counter, name in ((10, "b"), (2, "a"), (11, "b")):
+def test_boots_of_orders_a_tests_deterministic_boots_by_the_run_counter(tmp_path):
+    for counter, name, det in ((10, "b", True), (2, "a", True), (11, "b", True),
+                               (12, "host", False)):
         d = tmp_path / f"20261204-000000-{name}-patched-77-{counter}"
         d.mkdir()
         (d / "bundle.json").write_text(json.dumps(
             {"format": 1, "argv": [], "request": {}, "inputs": {}, "run_dir": str(d),
-             "name": name, "test": "t::x"}))
+             "name": name, "test": "t::x",
+             "determinism": {"icount_shift": 4} if det else None}))
     boots = determinism.boots_of(tmp_path)
     assert sorted(boots) == [("t::x", "a", 1), ("t::x", "b", 1), ("t::x", "b", 2)]
     assert boots[("t::x", "b", 2)].name.endswith("-11")
