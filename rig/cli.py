@@ -81,15 +81,20 @@ def cmd_boot(args) -> int:
     return 0 if ok else 1
 
 
+def pytest_extra(args) -> list:
+    """The pytest arguments given after `--` (argparse keeps the `--`)."""
+    return args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+
+
 def cmd_flakes(args) -> int:
     from rig import flakes
-    extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    extra = pytest_extra(args)
     return flakes.main(args.runs, paths.runs_root() / "flakes", extra or ["scenarios"])
 
 
 def cmd_mutants(args) -> int:
     from rig import mutants
-    extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    extra = pytest_extra(args)
     return mutants.main(paths.runs_root() / "mutants", extra, args.only or [])
 
 
@@ -116,7 +121,7 @@ def cmd_golden(args) -> int:
             "-m", "deterministic", "--golden=update"]
     for flavor in args.flavor or []:
         argv += ["--flavor", flavor]
-    extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    extra = pytest_extra(args)
     rc = subprocess.call(argv + (extra or ["scenarios"]), cwd=paths.REPO)
     subprocess.call(["git", "status", "--short", "--", "golden"], cwd=paths.REPO)
     return rc
@@ -124,7 +129,7 @@ def cmd_golden(args) -> int:
 
 def cmd_determinism(args) -> int:
     from rig import determinism
-    extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    extra = pytest_extra(args)
     return determinism.main(args.runs, paths.runs_root() / "determinism",
                             extra or ["scenarios"])
 
@@ -143,7 +148,7 @@ def cmd_run(args) -> int:
     argv = [sys.executable, "-m", "pytest", str(target), "-v"]
     if args.flavor:
         argv += ["--flavor", args.flavor]
-    extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    extra = pytest_extra(args)
     return subprocess.call(argv + extra, cwd=paths.REPO)
 
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 from rig import bundle
-from rig.build.cache import sha256_file
 from rig.junit import verdicts
 
 Key = Tuple[str, str, int]          # (test node id, boot name, n-th boot of the test)
@@ -43,8 +42,10 @@ def boots_of(runs_dir: Path) -> Dict[Key, Path]:
 
 
 def hashes(run_dir: Path) -> Dict[str, str]:
-    return {n: sha256_file(run_dir / n) if (run_dir / n).is_file() else "absent"
-            for n in bundle.EVIDENCE}
+    """The evidence hashes the boot recorded in its bundle (hashed again only
+    if the harness died before it could record them)."""
+    recorded = bundle.load(run_dir).get("evidence") or bundle.evidence_hashes(run_dir)
+    return {n: recorded[n]["sha256"] if recorded.get(n) else "absent" for n in bundle.EVIDENCE}
 
 
 def disagreements(runs: List[Dict[Key, Dict[str, str]]]) -> Dict[Key, List[int]]:
@@ -98,10 +99,12 @@ def main(runs: int, out_dir: Path, pytest_args: List[str]) -> int:
             if other is not None and other.is_dir():
                 break
         for n in bundle.EVIDENCE:
-            if ref and other and other.is_dir() and (ref / n).is_file() and \
-                    (other / n).is_file() and sha256_file(ref / n) != sha256_file(other / n):
-                print(f"    {n}: " + first_difference(n, (ref / n).read_bytes(),
-                                                      (other / n).read_bytes()))
+            if not (ref and other and other.is_dir() and (ref / n).is_file()
+                    and (other / n).is_file()):
+                continue
+            a, b = (ref / n).read_bytes(), (other / n).read_bytes()
+            if a != b:
+                print(f"    {n}: " + first_difference(n, a, b))
     for t in sorted(failed_tests):
         print(f"[determinism] test failed in some run: {t}")
     print(f"[determinism] {report['boots']} boots, {runs} runs: "
