@@ -184,9 +184,11 @@ def compile_tree(label: str, make: List[str], log: Path, expected_cmds: Optional
                progress=kbuild_progress(expected_cmds))
 
 
-def _build(flavor: str, src: KernelSource, out: Path, expected_cmds: Optional[int]) -> dict:
+def build_source(flavor: str, src: KernelSource, out: Path, expected_cmds: Optional[int],
+                 label: str = "") -> dict:
+    """Build src as flavor into out (the body of a kernel cache step)."""
     log = out / "build.log"
-    label = f"kernel-{flavor}"
+    label = label or f"kernel-{flavor}"
     tree, bld = out / "src", out / "build"
     print(f"[{label}] unpacking {src.version}", flush=True)
     src.copy_to(tree, log)
@@ -225,6 +227,6 @@ def build_kernel(flavor: str, force: bool = False) -> dict:
     expected = None
     if last.is_file():
         expected = json.loads(last.read_text()).get("outputs", {}).get("build_commands")
-    manifest = ensure(step, lambda out: _build(flavor, src, out, expected), force=force)
+    manifest = ensure(step, lambda out: build_source(flavor, src, out, expected), force=force)
     manifest["dir"] = str(step.dir)
     return manifest

@@ -1,0 +1,62 @@
+"""ci/gate end to end on a real kernel git tree (rig.tests.kernel_tree: 6.12,
+the seed series as commits, a branch with one mutant committed): the mutant's
+branch regresses the CPU-tagging property and the gate says so (exit 1); a
+comment change passes (exit 0). Three kernels to build the first time
+(about 6 min each), cached after."""
+import json
+import subprocess
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from rig import paths
+from rig.tests.kernel_tree import BASE_TAG, MUTANT_BRANCH, kernel_git_tree
+
+pytestmark = [pytest.mark.builds, pytest.mark.boots]
+
+SUBSET = "scenarios/test_s02_cpu_tagging.py"
+HARMLESS = paths.REPO / "rig/tests/data/gate-harmless-comment.patch"
+
+
+def gate(out, *args):
+    proc = subprocess.run([str(paths.REPO / "ci/gate"), "--tree", str(kernel_git_tree()),
+                           "--base", BASE_TAG, "--out", str(out), *args, "--", SUBSET],
+                          capture_output=True, text=True, cwd=paths.REPO)
+    print(proc.stdout[-6000:], proc.stderr[-3000:])
+    return proc
+
+
+def test_a_mutant_commit_regresses_cpu_tagging_and_the_gate_names_it(tmp_path):
+    proc = gate(tmp_path, "--head", MUTANT_BRANCH)
+    assert proc.returncode == 1, f"gate exit {proc.returncode}:\n{proc.stderr[-2000:]}"
+    summary = (tmp_path / "summary.txt").read_text()
+    assert "REGRESSED: scenarios.test_s02_cpu_tagging::" in summary
+    assert "CPU field 0" in summary, summary         # the property, in the test's words
+    assert "verdict: REGRESSION" in proc.stdout
+    failures = ET.parse(tmp_path / "junit.xml").getroot().findall(".//failure")
+    assert failures and all("test_s02" in f.text or "CPU" in f.get("message")
+                            for f in failures)
+    assert "not ok 3 gate" in (tmp_path / "results.ktap").read_text()
+    kcidb = json.loads((tmp_path / "kcidb.json").read_text())
+    head_build = [b["id"] for b in kcidb["builds"] if "head" in b["id"]][0]
+    head_status = {t["status"] for t in kcidb["tests"] if t["build_id"] == head_build}
+    base_status = {t["status"] for t in kcidb["tests"] if t["build_id"] != head_build}
+    assert "FAIL" in head_status and base_status == {"PASS"}
+
+
+def test_a_comment_change_passes_the_gate(tmp_path):
+    proc = gate(tmp_path, "--patch", str(HARMLESS))
+    assert proc.returncode == 0, f"gate exit {proc.returncode}:\n{proc.stderr[-2000:]}"
+    assert "verdict: no regression" in (tmp_path / "summary.txt").read_text()
+    kcidb = json.loads((tmp_path / "kcidb.json").read_text())
+    assert [c.get("patchset_hash") is not None for c in kcidb["checkouts"]] == [False, True]
+
+
+def test_a_patch_that_does_not_apply_stops_before_any_build(tmp_path):
+    bad = tmp_path / "bad.patch"
+    bad.write_text(HARMLESS.read_text().replace(" *  linux/kernel/printk.c",
+                                                " *  linux/kernel/printk-old.c"))
+    proc = gate(tmp_path / "out", "--patch", str(bad))
+    assert proc.returncode == 2
+    assert "does not apply" in proc.stderr and "kernel/printk/printk.c" in proc.stderr
+    assert "kernel-gate" not in proc.stdout          # nothing was built
