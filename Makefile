@@ -12,9 +12,10 @@ PACKAGES := \
 	dpkg-dev ninja-build meson pkg-config libglib2.0-dev libpixman-1-dev libfdt-dev zlib1g-dev \
 	seabios qemu-system-data \
 	busybox-static util-linux \
-	python3 python3-pytest python3-pexpect python3-pytest-xdist gdb
+	python3 python3-pytest python3-pexpect python3-pytest-xdist gdb \
+	chromium
 
-.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check clean clean-cache
+.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check report clean clean-cache
 
 help:
 	@echo "make demo        boot the patched kernel, print the transcript and a verdict"
@@ -27,6 +28,7 @@ help:
 	@echo "make mutants       run the scenarios on each kernel mutant; fail if one is not caught"
 	@echo "make golden      rerun the deterministic scenarios and rewrite golden/ (says what changed)"
 	@echo "make replay RUN=DIR [GDB=1]  re-run a recorded boot, compare its evidence bytes"
+	@echo "make report [JUNIT=runs/junit.xml]  HTML page per kept run (verdicts, transcript, timeline) + index"
 	@echo "make determinism-check  deterministic scenarios 10 times: byte-identical evidence?"
 	@echo "make clean       remove run directories;  make clean-cache  remove the build cache"
 
@@ -57,6 +59,9 @@ golden: build
 replay: build
 	@test -n "$(RUN)" || { echo "usage: make replay RUN=runs/<run directory> [GDB=1]"; exit 2; }
 	@$(RIG) replay $(if $(GDB),--gdb) $(RUN)
+
+report: deps
+	@$(RIG) report --junit $(or $(JUNIT),runs/junit.xml)
 
 determinism-check: build
 	@$(RIG) determinism --runs 10 -- scenarios $(PYTEST_ARGS)

@@ -60,8 +60,11 @@ def no_splat(result: BootResult) -> Check:
     return Check("no WARN/BUG/lockdep splat", True, "none found")
 
 
+KMSG_CONTIGUOUS = "/dev/kmsg seq contiguous from 0"
+
+
 def kmsg_contiguous(result: BootResult) -> Check:
-    prop = "/dev/kmsg seq contiguous from 0"
+    prop = KMSG_CONTIGUOUS
     try:
         side = sidechannel.parse(result.side)
         records = logparse.parse_kmsg(side.section("kmsg"))

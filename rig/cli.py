@@ -134,6 +134,12 @@ def cmd_determinism(args) -> int:
                             extra or ["scenarios"])
 
 
+def cmd_report(args) -> int:
+    from rig.report import main as report
+    return report.main([Path(r) for r in args.runs], args.junit and Path(args.junit),
+                       args.out and Path(args.out))
+
+
 def cmd_run(args) -> int:
     """Run one scenario file of scenarios/ through pytest."""
     name = args.scenario
@@ -260,6 +266,19 @@ def build_parser() -> argparse.ArgumentParser:
     de.add_argument("pytest_args", nargs=argparse.REMAINDER,
                     help="pytest arguments after -- (default: scenarios)")
     de.set_defaults(func=cmd_determinism)
+
+    rep = sub.add_parser("report", help="HTML page per run: verdicts, transcript, timeline",
+                         description="Write RUN/report.html for each run directory: the "
+                                     "verdict per property, the transcript coloured by level "
+                                     "with emergency lines marked, and a timeline of the "
+                                     "register log with one lane per vCPU; and an index page "
+                                     "for several runs or a whole suite (--junit).")
+    rep.add_argument("runs", nargs="*", metavar="RUN", help="run directories")
+    rep.add_argument("--junit", metavar="FILE",
+                     help="pytest's JUnit XML: each run's test verdict; without RUN, "
+                          "report on every run it names")
+    rep.add_argument("--out", metavar="DIR", help="where index.html goes (default runs/)")
+    rep.set_defaults(func=cmd_report)
 
     mu = sub.add_parser("mutants", help="run the scenarios on each kernel mutant",
                         description="Build the patched kernel with each patch of "

@@ -1,10 +1,15 @@
 """Helpers shared by the tests that boot real kernels."""
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
+from rig import paths
 from rig.boot import BootRequest, BootResult, boot, new_run_dir
+from rig.build import custom
+from rig.junit import verdicts
 
 
 def wait_for(predicate, timeout, what):
@@ -53,3 +58,16 @@ def boot_and_signal_qemu(name: str, flavor: str, sig: int) -> BootResult:
                            run_dir=run_dir))
     t.join(5)
     return res
+
+
+def run_suite(tmp_path, args):
+    """pytest in a subprocess with its own run directory root; its verdicts."""
+    junit = tmp_path / "junit.xml"
+    env = dict(os.environ, RIG_RUNS=str(tmp_path / "runs"))
+    env.pop(custom.ENV_IMAGE, None)
+    env.pop(custom.ENV_BUILD, None)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "--keep-runs", f"--junitxml={junit}"] + args,
+                          cwd=paths.REPO, env=env, capture_output=True, text=True)
+    assert junit.is_file(), f"pytest did not run:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}"
+    return verdicts(junit), proc

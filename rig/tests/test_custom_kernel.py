@@ -3,17 +3,13 @@
 lacks, and real suite runs in a subprocess, on the rig's own patched build
 given as if it were the user's, and on two workers at once."""
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from rig import paths
 from rig.build import artifacts, custom
 from rig.build.runner import BuildError
-from rig.junit import verdicts
+from rig.tests.helpers import run_suite
 
 
 def fake_build(tmp_path, config="CONFIG_PRINTK=y\n", symvers=True):
@@ -65,19 +61,6 @@ def test_key_follows_the_image(tmp_path, monkeypatch):
     assert artifacts.Artifact(first).path("bzImage") == image.resolve()
     image.write_bytes(b"rebuilt")
     assert custom.kernel()["key"] != first["key"]
-
-
-def run_suite(tmp_path, args):
-    """pytest in a subprocess with its own run directory root; its verdicts."""
-    junit = tmp_path / "junit.xml"
-    env = dict(os.environ, RIG_RUNS=str(tmp_path / "runs"))
-    env.pop(custom.ENV_IMAGE, None)
-    env.pop(custom.ENV_BUILD, None)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "--keep-runs", f"--junitxml={junit}"] + args,
-                          cwd=paths.REPO, env=env, capture_output=True, text=True)
-    assert junit.is_file(), f"pytest did not run:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}"
-    return verdicts(junit), proc
 
 
 @pytest.mark.boots

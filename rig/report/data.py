@@ -1,0 +1,209 @@
+"""What a run's report shows, gathered from its run directory: the verdict
+per property, the transcript with each line's level, and the timeline of the
+register log (console-line bars per vCPU, NMIs, markers, IER writes), all in
+guest virtual nanoseconds."""
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from rig import checks, logparse, sidechannel, uartlog
+from rig.outcome import Outcome
+from rig.rigprintk import MARK_RUN_BEGIN, parse_tag
+from rig.wire import ier_problem, marker
+
+LEVELS = ("EMERG", "ALERT", "CRIT", "ERR", "WARNING", "NOTICE", "INFO", "DEBUG")
+
+
+class ReportError(ValueError):
+    """The directory is not a run directory the report can read; says why."""
+
+
+@dataclass
+class RecordedRun:
+    """A finished run read back from its directory, shaped like a BootResult
+    as far as rig.checks needs (console, side channel, outcome)."""
+    run_dir: Path
+    summary: dict
+    bundle: dict
+
+    @classmethod
+    def read(cls, run_dir: Path) -> "RecordedRun":
+        if not (run_dir / "console.log").is_file():
+            raise ReportError(f"{run_dir}: not a run directory (no console.log)")
+        def load(name):
+            p = run_dir / name
+            return json.loads(p.read_text()) if p.is_file() else {}
+        return cls(run_dir, load("summary.json"), load("bundle.json"))
+
+    @property
+    def console(self) -> bytes:
+        return (self.run_dir / "console.log").read_bytes()
+
+    @property
+    def side(self) -> bytes:
+        p = self.run_dir / "side.bin"
+        return p.read_bytes() if p.is_file() else b""
+
+    @property
+    def outcome(self) -> Outcome:
+        o = self.summary.get("outcome") or self.bundle.get("outcome") or {}
+        return Outcome(o.get("class", "unknown"), o.get("detail", "run did not finish"),
+                       o.get("phase"))
+
+    @property
+    def smp(self) -> int:
+        return int(self.bundle.get("request", {}).get("smp") or 1)
+
+
+def side_sections(run: RecordedRun) -> Dict[str, bytes]:
+    try:
+        return sidechannel.parse(run.side).sections
+    except sidechannel.SideChannelError:
+        return {}
+
+
+def kmsg_levels(sections: Dict[str, bytes]) -> Dict[tuple, int]:
+    """(timestamp in us, text) -> level, from the guest's /dev/kmsg dump."""
+    try:
+        records = logparse.parse_kmsg(sections.get("kmsg", b""))
+    except logparse.KmsgFormatError:
+        return {}
+    return {(r.ts_usec, r.text): r.level for r in records}
+
+
+def emergency_below(run: RecordedRun, sections: Dict[str, bytes]) -> Optional[int]:
+    """The emergency loglevel of a seed-design kernel (records below it are
+    emergency messages): the fifth field of /proc/sys/kernel/printk if the run
+    read it, else emergency_loglevel= on the command line, else the kernel's
+    CONFIG_CONSOLE_LOGLEVEL_EMERGENCY; None for a kernel without the notion."""
+    fields = sections.get("printk-sysctl", b"").split()
+    if len(fields) >= 5:
+        return int(fields[4])
+    m = re.search(r"(?:^| )emergency_loglevel=(\d+)", run.bundle.get("cmdline", ""))
+    if m:
+        return int(m.group(1))
+    image = run.bundle.get("inputs", {}).get("kernel", {}).get("path")
+    config = Path(image).parents[3] / ".config" if image else None
+    if config is not None and config.is_file():
+        m = re.search(r"^CONFIG_CONSOLE_LOGLEVEL_EMERGENCY=(\d+)$", config.read_text(), re.M)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def level_of(line: logparse.ConsoleLine, levels: Dict[tuple, int]) -> Optional[int]:
+    """The console prints no level: take the /dev/kmsg dump's, or the level the
+    test module wrote into its tag."""
+    if line.prio is not None:
+        return line.prio & 7
+    if (line.ts_usec, line.text) in levels:
+        return levels[(line.ts_usec, line.text)]
+    tag = parse_tag(line.text)
+    return tag.level if tag else None
+
+
+def transcript_lines(run: RecordedRun, sections) -> List[dict]:
+    t = logparse.parse_transcript(run.console)
+    levels, emergency = kmsg_levels(sections), emergency_below(run, sections)
+    cut = {frag.lineno for frag, _ in t.interrupted}
+    out = [{"n": i + 1, "text": raw, "kind": "firmware"}
+           for i, raw in enumerate(t.firmware)]
+    for line in sorted(t.lines + t.unparsed, key=lambda ln: ln.lineno):
+        level = level_of(line, levels)
+        out.append({"n": line.lineno, "text": line.raw, "kind": "kernel",
+                    "level": level, "cpu": line.cpu,
+                    "emergency": emergency is not None and level is not None
+                    and level < emergency,
+                    "cut": line.lineno in cut, "replay": line.replay,
+                    "dropped": line.dropped})
+    return out
+
+
+def timeline(log: uartlog.UartLog) -> dict:
+    """Bars: runs of THR bytes written by one vCPU within one console line
+    (a line whose bytes came from two vCPUs is two bars or more)."""
+    bars, cur, line_no = [], None, 0
+    for r in log.writes("THR"):
+        if cur is None or cur["cpu"] != r.cpu:
+            cur = {"cpu": r.cpu, "t0": r.vtime_ns, "t1": r.vtime_ns, "line": line_no,
+                   "text": ""}
+            bars.append(cur)
+        cur["t1"] = r.vtime_ns
+        cur["text"] += chr(r.value) if 32 <= r.value < 127 else ""
+        if r.value == 0x0A:
+            line_no += 1
+            cur = None
+    per_line: Dict[int, set] = {}
+    for b in bars:
+        per_line.setdefault(b["line"], set()).add(b["cpu"])
+    interrupted = {n for n, cpus in per_line.items() if len(cpus) > 1}
+    for b in bars:
+        b["mixed"] = b["line"] in interrupted
+    events = [{"t": r.vtime_ns, "cpu": r.cpu, "kind": r.reg, "value": r.value}
+              for r in log.records if r.reg in ("NMI", "MARKER") or
+              (r.reg == "IER" and not r.is_read)]
+    times = [r.vtime_ns for r in log.records]
+    return {"bars": bars, "events": events, "start": min(times, default=0),
+            "end": max(times, default=1), "lines_on_wire": line_no,
+            "interrupted_lines": len(interrupted)}
+
+
+def properties(run: RecordedRun, sections: Dict[str, bytes], log: Optional[uartlog.UartLog],
+               test_verdict: Optional[dict]) -> List[dict]:
+    """The verdicts the page lists: the test's own (from JUnit), the boot
+    properties every run must have (rig.checks), IER across console writes."""
+    out = []
+    if test_verdict:
+        # A strict xfail is a property that does not hold, as expected of that kernel.
+        out.append({"prop": f"test {test_verdict['test']}",
+                    "ok": test_verdict["verdict"] == "passed",
+                    "expected": test_verdict["verdict"] in ("xfailed", "skipped"),
+                    "detail": test_verdict["verdict"] + (
+                        f": {test_verdict['message']}" if test_verdict.get("message") else "")})
+    # A run that ends in a panic on purpose has splats, no /dev/kmsg dump and
+    # no clean exit: only the first two boot properties apply to it.
+    # The /dev/kmsg check needs rig-init's kmsg step; only runs with it have one.
+    boot = [c for c in checks.boot_checks(run)
+            if c.prop != checks.KMSG_CONTIGUOUS or "kmsg" in sections]
+    for c in boot if run.outcome.cls == "clean" else boot[:2]:
+        out.append({"prop": c.prop, "ok": c.ok, "detail": c.detail, "expected": False})
+    begin = marker(log, MARK_RUN_BEGIN) if log is not None else None
+    if begin is not None:     # from the module's run on: before it the driver sets IER up
+        problem = ier_problem(log, begin.seq)
+        out.append({"prop": "IER restored after every console write", "ok": problem is None,
+                    "expected": False,
+                    "detail": problem or "every console write from the run's start on put "
+                                         "back the IER it found"})
+    return out
+
+
+def verdict(props: List[dict]) -> str:
+    """PASS, FAIL, or XFAIL when every failing property was expected to fail."""
+    failing = [p for p in props if not p["ok"]]
+    if not failing:
+        return "PASS"
+    return "XFAIL" if all(p["expected"] for p in failing) else "FAIL"
+
+
+def gather(run_dir: Path, test_verdict: Optional[dict] = None) -> dict:
+    run = RecordedRun.read(run_dir)
+    sections = side_sections(run)
+    log = uartlog.read(run_dir / "uart.log") if (run_dir / "uart.log").is_file() else None
+    props = properties(run, sections, log, test_verdict)
+    return {
+        "run_dir": str(run_dir),
+        "name": run.summary.get("name") or run.bundle.get("name") or run_dir.name,
+        "flavor": run.summary.get("flavor") or run.bundle.get("flavor", "?"),
+        "test": run.bundle.get("test"),
+        "kernel": run.summary.get("kernel", {}).get("release", "?"),
+        "outcome": {"class": run.outcome.cls, "detail": run.outcome.detail},
+        "deterministic": run.summary.get("deterministic", False),
+        "cpus": run.smp,
+        "properties": props,
+        "verdict": verdict(props),
+        "lines": transcript_lines(run, sections),
+        "timeline": timeline(log) if log is not None else None,
+        "levels": LEVELS,
+    }

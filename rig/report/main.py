@@ -1,0 +1,71 @@
+"""rig report RUN... [--junit FILE] [--out DIR]: write RUN/report.html for
+each run directory, and, for more than one run (or --junit), an index page.
+With --junit and no RUN, the runs are those the JUnit file's tests name
+(their run_dir property: passing tests' runs exist only with --keep-runs)."""
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from rig import paths
+from rig.report import page
+from rig.report.data import ReportError, gather
+from rig.uartlog import UartLogError
+
+
+def junit_runs(junit: Path) -> Dict[str, dict]:
+    """run directory -> the verdict of the test that made it, from JUnit XML."""
+    out = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        test = f"{case.get('classname')}::{case.get('name')}"
+        verdict, message = "passed", ""
+        for child in case:
+            if child.tag in ("failure", "error"):
+                verdict = "failed" if child.tag == "failure" else "error"
+                message = (child.get("message") or "").strip().splitlines()[:1]
+                message = message[0] if message else ""
+            elif child.tag == "skipped":
+                verdict = "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
+                message = child.get("message") or ""
+        for prop in case.iter("property"):
+            if prop.get("name") == "run_dir":
+                out[str(Path(prop.get("value")).resolve())] = {
+                    "test": test, "verdict": verdict, "message": message}
+    return out
+
+
+def write_run(run_dir: Path, verdict: Optional[dict]) -> dict:
+    d = gather(run_dir, verdict)
+    (run_dir / "report.html").write_text(page.run_page(d))
+    return d
+
+
+def main(runs: List[Path], junit: Optional[Path], out: Optional[Path]) -> int:
+    verdicts = junit_runs(junit) if junit else {}
+    if not runs:
+        runs = [Path(r) for r in verdicts if Path(r).is_dir()]
+        if not runs:
+            print(f"error: no run directory to report on ({junit} names none that "
+                  "still exists; run pytest with --keep-runs)" if junit else
+                  "error: give run directories, or --junit FILE")
+            return 2
+    index_dir = (out or paths.runs_root()).resolve()
+    rows, bad = [], 0
+    for run_dir in sorted(r.resolve() for r in runs):
+        try:
+            d = write_run(run_dir, verdicts.get(str(run_dir)))
+        except (ReportError, UartLogError, OSError) as e:
+            print(f"error: {e}")
+            bad += 1
+            continue
+        print(f"{d['verdict']:<5} {run_dir / 'report.html'}")
+        rows.append({"name": d["name"], "flavor": d["flavor"], "test": d["test"],
+                     "verdict": d["verdict"],
+                     "outcome": d["outcome"]["class"],
+                     "href": os.path.relpath(run_dir / "report.html", index_dir)})
+    if len(rows) > 1 or junit:
+        index_dir.mkdir(parents=True, exist_ok=True)
+        title = f"printk-rig runs ({junit.name if junit else f'{len(rows)} runs'})"
+        (index_dir / "index.html").write_text(page.index_page(title, rows))
+        print(f"index: {index_dir / 'index.html'}")
+    return 2 if bad else 0
