@@ -119,7 +119,7 @@ def ktap(res: GateResult) -> str:
     cases = []
     for n, c in enumerate(res.changes, 1):
         if c.kind == REGRESSED:
-            cases.append(f"# regressed: {ktap_name(c.message)[:200]}")
+            cases.append("# regressed: " + " ".join(c.message.split())[:300])
             cases.append(f"not ok {n} {ktap_name(c.test_id)}")
         elif c.kind in (FIXED, PASSES):
             cases.append(f"ok {n} {ktap_name(c.test_id)}")

@@ -48,9 +48,8 @@ def smoke_boot(side: formats.Side, out: Path) -> None:
     print(f"[gate] {side.label}: boot check", flush=True)
     try:
         res = boot(BootRequest(flavor=custom.CUSTOM, name=f"gate-{side.label}"))
-    except BuildError as e:
-        raise GateError(f"{side.label} ({side.name}): the initramfs for it does not "
-                        f"build:\n{e}") from None
+    except BuildError as e:       # the test module or initramfs for it, or QEMU
+        raise GateError(f"{side.label} ({side.name}) cannot be booted: {e}") from None
     if res.outcome.cls != "clean":
         raise GateError(f"{side.label} ({side.name}) does not boot: {res.outcome.cls}: "
                         f"{res.outcome.detail} (run directory {res.run_dir})")
