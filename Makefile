@@ -13,9 +13,9 @@ PACKAGES := \
 	seabios qemu-system-data \
 	busybox-static util-linux \
 	python3 python3-pytest python3-pexpect python3-pytest-xdist gdb \
-	chromium
+	chromium libvirt-daemon-system libvirt-clients python3-libvirt
 
-.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check report clean clean-cache
+.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check report libvirtd clean clean-cache
 
 help:
 	@echo "make demo        boot the patched kernel, print the transcript and a verdict"
@@ -29,6 +29,7 @@ help:
 	@echo "make golden      rerun the deterministic scenarios and rewrite golden/ (says what changed)"
 	@echo "make replay RUN=DIR [GDB=1]  re-run a recorded boot, compare its evidence bytes"
 	@echo "make report [JUNIT=runs/junit.xml]  HTML page per kept run (verdicts, transcript, timeline) + index"
+	@echo "make libvirtd    start libvirtd (for pytest --backend libvirt) unless it runs"
 	@echo "make determinism-check  deterministic scenarios 10 times: byte-identical evidence?"
 	@echo "make clean       remove run directories;  make clean-cache  remove the build cache"
 
@@ -60,6 +61,10 @@ replay: build
 	@test -n "$(RUN)" || { echo "usage: make replay RUN=runs/<run directory> [GDB=1]"; exit 2; }
 	@$(RIG) replay $(if $(GDB),--gdb) $(RUN)
 
+# The libvirt backend's tests (and --backend libvirt) need libvirtd running.
+libvirtd: deps
+	@sh rig/start-libvirtd.sh
+
 report: deps
 	@$(RIG) report --junit $(or $(JUNIT),runs/junit.xml)
 
@@ -72,7 +77,7 @@ build: deps
 demo: build
 	@$(RIG) boot --flavor patched
 
-test: build tools-check
+test: build tools-check libvirtd
 	@$(PYTEST) -v $(PYTEST_ARGS)
 
 unit: deps tools-check

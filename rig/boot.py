@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Callable, Dict, List, Optional, Tuple
 
-from rig import bundle, logparse, paths
+from rig import backend, bundle, logparse, paths
 from rig.build import artifacts
-from rig.machine import BootResult, Machine, Phase, default_phases, warm_reset_phases
+from rig.machine import BootResult, Phase, default_phases, warm_reset_phases
 from rig.qemu_argv import MachineConfig
 
 _counter = itertools.count()
@@ -115,7 +115,7 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
     cfg, phases, on_phase = machine_plan(
         req, qemu.path("qemu-system-x86_64"), kernel.path("bzImage"),
         initrd.path("initramfs"), run_dir, accel)
-    machine = Machine(cfg, phases, live=live, on_phase=on_phase)
+    machine = backend.make_machine(cfg, phases, live=live, on_phase=on_phase)
     run_dir.mkdir(parents=True, exist_ok=True)
     bundle.write(run_dir, req, cfg, machine.argv, {
         "qemu": bundle.input_entry(qemu, "qemu-system-x86_64",
@@ -138,6 +138,8 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
         "guest_s": {"init_start": guest_time_of(result.console, "rig-init: start"),
                     "init_end": guest_time_of(result.console, "rig-init: end status=")},
         "accel": accel,
+        "backend": backend.selected(),
+        **({"libvirt_uri": machine.uri} if hasattr(machine, "uri") else {}),
         "deterministic": req.deterministic,
         "icount_shift": req.icount_shift if req.deterministic else None,
         "baud_model": req.baud_model,

@@ -57,6 +57,9 @@ def cmd_boot(args) -> int:
         if args.kernel_build:
             os.environ[custom.ENV_BUILD] = str(Path(args.kernel_build).resolve())
         args.flavor = custom.CUSTOM
+    if args.backend or args.libvirt_uri:
+        from rig import backend
+        backend.choose(args.backend or "libvirt", args.libvirt_uri or [])
     req = BootRequest(flavor=args.flavor, cmdline=" ".join(args.cmdline), smp=args.smp,
                       memory_mb=args.memory, accel=args.accel,
                       deterministic=args.deterministic, icount_shift=args.icount_shift,
@@ -197,6 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="let the console UART transmit at once instead of at 115200 baud")
     bo.add_argument("--init-timeout", type=float, default=60.0,
                     help="seconds the init phase may take before it counts as hung")
+    bo.add_argument("--backend", choices=["direct", "libvirt"],
+                    help="what starts QEMU (default direct; libvirt: a transient domain)")
+    bo.add_argument("--libvirt-uri", action="append", metavar="URI",
+                    help="libvirt URI (default qemu:///system)")
     bo.add_argument("--name", default="boot", help="name part of the run directory")
     bo.add_argument("--quiet", action="store_true", help="do not print the console live")
     bo.set_defaults(func=cmd_boot)

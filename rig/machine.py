@@ -27,7 +27,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Callable, Dict, List, Optional
+from typing import IO, Callable, Dict, List, Optional, Tuple
 
 import pexpect
 
@@ -143,13 +143,17 @@ class Machine:
         self._killed_by_rig = False
 
     # -- process lifetime -------------------------------------------------
-    def start(self) -> None:
+    def write_plan(self) -> None:
+        """argv.json and cmdline.txt into the run directory; no stale QMP socket."""
         self.cfg.run_dir.mkdir(parents=True, exist_ok=True)
         (self.cfg.run_dir / "argv.json").write_text(json.dumps(self.argv, indent=1) + "\n")
         (self.cfg.run_dir / "cmdline.txt").write_text(self.argv[self.argv.index("-append") + 1]
                                                       + "\n")
         if self.cfg.qmp_socket.exists():
             self.cfg.qmp_socket.unlink()
+
+    def start(self) -> None:
+        self.write_plan()
         stderr_path = str(self.cfg.run_dir / "qemu.stderr")
         self.child = pexpect.spawn(self.argv[0], self.argv[1:], timeout=None,
                                    maxread=4096, searchwindowsize=16384, echo=False,
@@ -187,6 +191,16 @@ class Machine:
 
     def __exit__(self, *exc) -> None:
         self.kill()
+
+    def exit_status(self, events: List[dict]) -> Tuple[Optional[int], Optional[int]]:
+        """QEMU's exit status and terminating signal; (None, None) when the rig
+        killed it."""
+        if self._killed_by_rig:
+            return None, None
+        return self.child.exitstatus, self.child.signalstatus
+
+    def qemu_stderr(self) -> Path:
+        return self.cfg.run_dir / "qemu.stderr"
 
     # -- driving a boot ---------------------------------------------------
     def _wait(self, until: Optional[bytes], timeout_s: float, watch_panic: bool = True) -> str:
@@ -254,10 +268,8 @@ class Machine:
         if hung is None and self.qmp is not None:
             self.qmp.drain(timeout=1.0)
         self.kill()
-        status, sig = self.child.exitstatus, self.child.signalstatus
-        if self._killed_by_rig:
-            status, sig = None, None
         events = self.qmp.events if self.qmp is not None else []
+        status, sig = self.exit_status(events)
         with open(self.cfg.run_dir / "qmp-events.jsonl", "w") as f:
             for ev in events:
                 f.write(json.dumps(ev) + "\n")
@@ -267,7 +279,7 @@ class Machine:
         if oc.cls in ("hang", "qemu-crash", "panic") or hung:
             oc.detail += "; last console lines:\n" + last_lines(self.cfg.console_log)
         if oc.cls == "qemu-crash":
-            oc.detail += "\nQEMU stderr:\n" + last_lines(self.cfg.run_dir / "qemu.stderr")
+            oc.detail += "\nQEMU stderr:\n" + last_lines(self.qemu_stderr())
         return BootResult(self.cfg.run_dir, oc, results, round(time.monotonic() - t0, 3))
 
 

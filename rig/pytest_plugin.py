@@ -4,7 +4,7 @@ line is ordered (a conftest.py is found only after the paths are)."""
 import os
 from pathlib import Path
 
-from rig import paths
+from rig import backend, paths
 from rig.build import custom
 
 
@@ -32,6 +32,12 @@ def pytest_addoption(parser):
                     help="deterministic boots: compare the transcript with golden/ "
                          "(check, the default), rewrite golden/ (update: make golden), "
                          "or neither (off)")
+    group.addoption("--backend", choices=backend.BACKENDS, default=None,
+                    help="what starts QEMU: direct (the harness, the default) or libvirt "
+                         "(libvirtd, from a transient domain; `make libvirtd` starts it)")
+    group.addoption("--libvirt-uri", action="append", metavar="URI",
+                    help="libvirt URI for --backend libvirt (default qemu:///system); "
+                         "repeat it to spread xdist workers over several hosts")
     group.addoption("--keep-runs", action="store_true",
                     help="keep the run directories of passing scenarios too (failing ones "
                          "are always kept)")
@@ -43,6 +49,9 @@ def pytest_configure(config):
     from rig.machine import install_signal_cleanup
     install_signal_cleanup()
     # In the environment, so that build subprocesses and xdist workers see it too.
+    if config.getoption("backend") or config.getoption("libvirt_uri"):
+        backend.choose(config.getoption("backend") or "libvirt",
+                       config.getoption("libvirt_uri") or [])
     image = config.getoption("kernel")
     if image:
         os.environ[custom.ENV_IMAGE] = str(Path(image).resolve())

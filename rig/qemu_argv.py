@@ -53,13 +53,16 @@ class MachineConfig:
 
     @property
     def qmp_socket(self) -> Path:
-        """In the run directory, unless that path is too long for a unix socket
+        return self.socket("qmp")
+
+    def socket(self, name: str) -> Path:
+        """A unix socket in the run directory, unless that path is too long
         (108 bytes with the NUL): then a short one in /tmp named after it."""
-        path = self.run_dir / "qmp.sock"
+        path = self.run_dir / f"{name}.sock"
         if len(str(path).encode()) < UNIX_PATH_MAX:
             return path
         digest = hashlib.sha256(str(path).encode()).hexdigest()[:16]
-        return Path(tempfile.gettempdir()) / f"rig-qmp-{digest}.sock"
+        return Path(tempfile.gettempdir()) / f"rig-{name}-{digest}.sock"
 
 
 def kernel_cmdline(extra: str) -> str:

@@ -1,0 +1,34 @@
+#!/bin/sh
+# Start libvirtd (and virtlogd, which keeps QEMU's logs for it) unless they run,
+# and wait until qemu:///system answers. As root, or through sudo when not root.
+# Uses systemctl where systemd runs; starts the daemons directly where it does
+# not (containers, CI machines).
+set -eu
+
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+
+if ! command -v libvirtd >/dev/null 2>&1; then
+	echo "start-libvirtd: libvirtd is not installed: run \`make deps\`" >&2
+	exit 1
+fi
+if virsh -q -c qemu:///system version >/dev/null 2>&1; then
+	exit 0
+fi
+echo "[libvirtd] starting virtlogd and libvirtd"
+if [ -d /run/systemd/system ]; then
+	$SUDO systemctl start virtlogd.socket libvirtd.socket libvirtd.service
+else
+	pgrep -x virtlogd >/dev/null || $SUDO virtlogd --daemon
+	pgrep -x libvirtd >/dev/null || $SUDO libvirtd --daemon
+fi
+i=0
+until virsh -q -c qemu:///system version >/dev/null 2>&1; do
+	i=$((i + 1))
+	if [ "$i" -ge 60 ]; then
+		echo "start-libvirtd: libvirtd did not answer on qemu:///system within 30 s" >&2
+		exit 1
+	fi
+	sleep 0.5
+done
+echo "[libvirtd] qemu:///system answers"
