@@ -67,8 +67,12 @@ def classify(exit_status: Optional[int], term_signal: Optional[int], hung_phase:
         return Outcome("guest-error", f"init reported: {what}", phase=last_phase,
                        exit_status=exit_status, events=names)
     if panicked:
+        # The banner line says why; a backtrace after it can be longer than
+        # the last console lines a report shows.
+        banner = next((ln.strip() for ln in console_text.splitlines() if PANIC_BANNER in ln), "")
         return Outcome("panic", "kernel panicked" + (" (pvpanic event)" if "GUEST_PANICKED"
-                                                    in names else " (console banner)"),
+                                                    in names else " (console banner)")
+                       + (f": {banner}" if banner else ""),
                        phase=last_phase, exit_status=exit_status, events=names)
     if exit_status == 0:
         why = ", ".join(r for r in shutdown_reasons if r) or "no SHUTDOWN event seen"

@@ -26,6 +26,8 @@ def test_panic_from_pvpanic_event_or_banner():
     assert cls(exit_status=0, qmp_events=ev).cls == "panic"
     o = cls(exit_status=0, console_text="[ 1.0] Kernel panic - not syncing: Fatal exception")
     assert o.cls == "panic" and "banner" in o.detail
+    # The banner line is in the detail, however long the backtrace after it.
+    assert o.detail.endswith(": [ 1.0] Kernel panic - not syncing: Fatal exception")
 
 
 def test_plain_exit_zero_is_a_reset_not_clean():
