@@ -115,9 +115,11 @@ def gate(args) -> int:
         manifest = source.build(rev, args.series)
         sides.append(formats.Side(rev.label, rev.name, rev.commit, rev.patch_sha256,
                                   str(rev.path), manifest, started=begun))
-    for side in sides:
+    for side in sides:          # both boot before either runs the suite: fail fast
         use_kernel(side.build)
         smoke_boot(side, out)
+    for side in sides:
+        use_kernel(side.build)
         side.suite = run_suite(side, out, args.pytest_args)
     config = "tinyconfig + kernel-patches/rig.config" + (
         " + kernel-patches/series" if args.series else "")

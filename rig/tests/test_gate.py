@@ -1,8 +1,8 @@
 """ci/gate end to end on a real kernel git tree (rig.tests.kernel_tree: 6.12,
 the seed series as commits, a branch with one mutant committed): the mutant's
 branch regresses the CPU-tagging property and the gate says so (exit 1); a
-comment change passes (exit 0). Three kernels to build the first time
-(about 6 min each), cached after."""
+comment change passes (exit 0); a head that panics at boot cannot be judged
+(exit 2). Four kernels to build the first time (6-8 min each), cached after."""
 import json
 import subprocess
 import xml.etree.ElementTree as ET
@@ -16,6 +16,7 @@ pytestmark = [pytest.mark.builds, pytest.mark.boots]
 
 SUBSET = "scenarios/test_s02_cpu_tagging.py"
 HARMLESS = paths.REPO / "rig/tests/data/gate-harmless-comment.patch"
+DOES_NOT_BOOT = paths.REPO / "rig/tests/data/gate-does-not-boot.patch"
 
 
 def gate(out, *args):
@@ -50,6 +51,14 @@ def test_a_comment_change_passes_the_gate(tmp_path):
     assert "verdict: no regression" in (tmp_path / "summary.txt").read_text()
     kcidb = json.loads((tmp_path / "kcidb.json").read_text())
     assert [c.get("patchset_hash") is not None for c in kcidb["checkouts"]] == [False, True]
+
+
+def test_a_head_that_does_not_boot_cannot_be_judged(tmp_path):
+    proc = gate(tmp_path, "--patch", str(DOES_NOT_BOOT))
+    assert proc.returncode == 2, f"gate exit {proc.returncode}:\n{proc.stderr[-2000:]}"
+    assert "CANNOT JUDGE: head (" in proc.stderr and ") does not boot: panic" in proc.stderr
+    assert "ci/gate test: this kernel does not boot" in proc.stderr   # its last lines
+    assert not (tmp_path / "base.junit.xml").exists()       # no suite ran on either side
 
 
 def test_a_patch_that_does_not_apply_stops_before_any_build(tmp_path):
