@@ -15,7 +15,7 @@ PACKAGES := \
 	python3 python3-pytest python3-pexpect python3-pytest-xdist gdb \
 	chromium libvirt-daemon-system libvirt-clients python3-libvirt
 
-.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check report libvirtd clean clean-cache
+.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check report libvirtd bench clean clean-cache
 
 help:
 	@echo "make demo        boot the patched kernel, print the transcript and a verdict"
@@ -30,6 +30,7 @@ help:
 	@echo "make replay RUN=DIR [GDB=1]  re-run a recorded boot, compare its evidence bytes"
 	@echo "make report [JUNIT=runs/junit.xml]  HTML page per kept run (verdicts, transcript, timeline) + index"
 	@echo "make libvirtd    start libvirtd (for pytest --backend libvirt) unless it runs"
+	@echo "make bench       printk latency/throughput, vanilla vs patched, in virtual time (+ check)"
 	@echo "make determinism-check  deterministic scenarios 10 times: byte-identical evidence?"
 	@echo "make clean       remove run directories;  make clean-cache  remove the build cache"
 
@@ -64,6 +65,9 @@ replay: build
 # The libvirt backend's tests (and --backend libvirt) need libvirtd running.
 libvirtd: deps
 	@sh rig/start-libvirtd.sh
+
+bench: build
+	@$(RIG) bench --check
 
 report: deps
 	@$(RIG) report --junit $(or $(JUNIT),runs/junit.xml)

@@ -143,6 +143,12 @@ def cmd_report(args) -> int:
                        args.out and Path(args.out))
 
 
+def cmd_bench(args) -> int:
+    from rig.bench import main as bench
+    return bench.main(args.lines, Path(args.out) if args.out else
+                      paths.runs_root() / "bench.json", args.check)
+
+
 def cmd_run(args) -> int:
     """Run one scenario file of scenarios/ through pytest."""
     name = args.scenario
@@ -286,6 +292,18 @@ def build_parser() -> argparse.ArgumentParser:
                           "report on every run it names")
     rep.add_argument("--out", metavar="DIR", help="where index.html goes (default runs/)")
     rep.set_defaults(func=cmd_report)
+
+    be = sub.add_parser("bench", help="printk latency and throughput, vanilla vs patched",
+                        description="Boot both flavors under -icount and measure, in guest "
+                                    "virtual time: INFO printk() latency with an idle console "
+                                    "and under a backlog, an emergency line's latency to the "
+                                    "wire, console throughput. Prints a table, writes JSON.")
+    be.add_argument("--lines", type=int, default=10_000, help="backlog size (default 10000)")
+    be.add_argument("--out", metavar="FILE", help="JSON file (default runs/bench.json)")
+    be.add_argument("--check", action="store_true",
+                    help="exit 1 unless patched INFO p99 under the backlog is 100x lower than "
+                         "vanilla's and its emergency line within 1.1x of its wire time")
+    be.set_defaults(func=cmd_bench)
 
     mu = sub.add_parser("mutants", help="run the scenarios on each kernel mutant",
                         description="Build the patched kernel with each patch of "
