@@ -30,6 +30,21 @@ def failure_messages(junit: Path) -> Dict[str, str]:
     return out
 
 
+def skip_reasons(junit: Path) -> Dict[str, str]:
+    """test id -> why it was skipped or is an expected failure (xfail reason)."""
+    return {f"{case.get('classname')}::{case.get('name')}": child.get("message") or ""
+            for case in ET.parse(junit).getroot().iter("testcase")
+            for child in case if child.tag == "skipped"}
+
+
+def run_dirs(junit: Path) -> Dict[str, str]:
+    """run directory (resolved) -> test id, from the run_dir properties the
+    scenarios' fixtures record."""
+    return {str(Path(prop.get("value")).resolve()): f"{case.get('classname')}::{case.get('name')}"
+            for case in ET.parse(junit).getroot().iter("testcase")
+            for prop in case.iter("property") if prop.get("name") == "run_dir"}
+
+
 def wall_times(junit: Path) -> Dict[str, float]:
     """test id -> its wall time in seconds (setup, call and teardown)."""
     return {f"{case.get('classname')}::{case.get('name')}": float(case.get("time") or 0)

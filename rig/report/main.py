@@ -3,11 +3,11 @@ each run directory, and, for more than one run (or --junit), an index page.
 With --junit and no RUN, the runs are those the JUnit file's tests name
 (their run_dir property: passing tests' runs exist only with --keep-runs)."""
 import os
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Dict, List, Optional
 
 from rig import paths
+from rig.junit import failure_messages, run_dirs, skip_reasons, verdicts
 from rig.report import page
 from rig.report.data import ReportError, gather
 from rig.uartlog import UartLogError
@@ -15,23 +15,10 @@ from rig.uartlog import UartLogError
 
 def junit_runs(junit: Path) -> Dict[str, dict]:
     """run directory -> the verdict of the test that made it, from JUnit XML."""
-    out = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        test = f"{case.get('classname')}::{case.get('name')}"
-        verdict, message = "passed", ""
-        for child in case:
-            if child.tag in ("failure", "error"):
-                verdict = "failed" if child.tag == "failure" else "error"
-                message = (child.get("message") or "").strip().splitlines()[:1]
-                message = message[0] if message else ""
-            elif child.tag == "skipped":
-                verdict = "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
-                message = child.get("message") or ""
-        for prop in case.iter("property"):
-            if prop.get("name") == "run_dir":
-                out[str(Path(prop.get("value")).resolve())] = {
-                    "test": test, "verdict": verdict, "message": message}
-    return out
+    verdict, failed, skipped = verdicts(junit), failure_messages(junit), skip_reasons(junit)
+    return {run: {"test": test, "verdict": verdict[test],
+                  "message": failed.get(test) or skipped.get(test, "")}
+            for run, test in run_dirs(junit).items()}
 
 
 def write_run(run_dir: Path, verdict: Optional[dict]) -> dict:
