@@ -4,11 +4,12 @@ register log (console-line bars per vCPU, NMIs, markers, IER writes), all in
 guest virtual nanoseconds."""
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
 from rig import checks, logparse, sidechannel, uartlog
+from rig.machine import BootResult
 from rig.outcome import Outcome
 from rig.rigprintk import MARK_RUN_BEGIN, parse_tag
 from rig.wire import ier_problem, marker
@@ -21,36 +22,24 @@ class ReportError(ValueError):
 
 
 @dataclass
-class RecordedRun:
-    """A finished run read back from its directory, shaped like a BootResult
-    as far as rig.checks needs (console, side channel, outcome)."""
-    run_dir: Path
-    summary: dict
-    bundle: dict
+class RecordedRun(BootResult):
+    """A finished run read back from its directory: a BootResult (what
+    rig.checks reads) plus its bundle."""
+    bundle: dict = field(default_factory=dict)
 
     @classmethod
     def read(cls, run_dir: Path) -> "RecordedRun":
         if not (run_dir / "console.log").is_file():
             raise ReportError(f"{run_dir}: not a run directory (no console.log)")
+
         def load(name):
             p = run_dir / name
             return json.loads(p.read_text()) if p.is_file() else {}
-        return cls(run_dir, load("summary.json"), load("bundle.json"))
-
-    @property
-    def console(self) -> bytes:
-        return (self.run_dir / "console.log").read_bytes()
-
-    @property
-    def side(self) -> bytes:
-        p = self.run_dir / "side.bin"
-        return p.read_bytes() if p.is_file() else b""
-
-    @property
-    def outcome(self) -> Outcome:
-        o = self.summary.get("outcome") or self.bundle.get("outcome") or {}
-        return Outcome(o.get("class", "unknown"), o.get("detail", "run did not finish"),
-                       o.get("phase"))
+        summary, bundle = load("summary.json"), load("bundle.json")
+        o = summary.get("outcome") or bundle.get("outcome") or {}
+        outcome = Outcome(o.get("class", "unknown"), o.get("detail", "run did not finish"),
+                          o.get("phase"))
+        return cls(run_dir, outcome, [], summary.get("wall_s", 0.0), summary, bundle)
 
     @property
     def smp(self) -> int:
