@@ -179,10 +179,16 @@ class Machine:
             except pexpect.ExceptionPexpect:
                 pass
         child.close(force=True)
+        self.release(self.cfg.qmp_socket)
+
+    def release(self, *sockets: Path) -> None:
+        """After QEMU is gone: close QMP, remove the sockets kept in /tmp (a
+        long run directory's short ones), forget the machine."""
         if self.qmp is not None:
             self.qmp.close()
-        if self.cfg.run_dir not in self.cfg.qmp_socket.parents:
-            self.cfg.qmp_socket.unlink(missing_ok=True)     # the short one in /tmp
+        for sock in sockets:
+            if self.cfg.run_dir not in sock.parents:
+                sock.unlink(missing_ok=True)
         _live.discard(self)
 
     def __enter__(self) -> "Machine":

@@ -130,18 +130,13 @@ class LibvirtMachine(Machine):
         if self.sock is not None:
             self.sock.close()
             self.sock = None
-        if self.qmp is not None:
-            self.qmp.close()
         if self.conn is not None:
             try:
                 self.conn.close()
             except libvirt.libvirtError:
                 pass
             self.conn = None
-        for sock in (self.cfg.qmp_socket, self.console_socket):
-            if self.cfg.run_dir not in sock.parents:
-                sock.unlink(missing_ok=True)
-        _live.discard(self)
+        self.release(self.cfg.qmp_socket, self.console_socket)
 
     def _console_closed(self) -> bool:
         return self.child is not None and getattr(self.child, "flag_eof", False)
