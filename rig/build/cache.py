@@ -117,13 +117,19 @@ class Step:
         return json.loads(self.manifest_path.read_text())
 
     def last_inputs(self) -> Optional[Dict[str, str]]:
+        return self._last().get("inputs")
+
+    def last_outputs(self) -> dict:
+        """What the newest finished build of this step recorded (for example
+        its number of build commands, which sizes the next one's progress)."""
+        return self._last().get("outputs") or {}
+
+    def _last(self) -> dict:
         last = self.step_dir / "last.json"
-        if not last.is_file():
-            return None
         try:
-            return json.loads(last.read_text())["inputs"]
-        except (ValueError, KeyError):
-            return None
+            return json.loads(last.read_text()) if last.is_file() else {}
+        except ValueError:
+            return {}
 
 
 @contextmanager

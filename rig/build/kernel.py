@@ -4,7 +4,6 @@ Each flavor is built out of tree (O=) from its own source copy, from tinyconfig
 merged with kernel-patches/rig.config, with a fixed build timestamp, user and
 host so that the banner, and with it the transcript, is reproducible.
 """
-import json
 import os
 import re
 import subprocess
@@ -223,10 +222,7 @@ def kernel_step(flavor: str, src: Optional[KernelSource] = None) -> Step:
 def build_kernel(flavor: str, force: bool = False) -> dict:
     src = kernel_source()
     step = kernel_step(flavor, src)
-    last = step.step_dir / "last.json"
-    expected = None
-    if last.is_file():
-        expected = json.loads(last.read_text()).get("outputs", {}).get("build_commands")
+    expected = step.last_outputs().get("build_commands")
     manifest = ensure(step, lambda out: build_source(flavor, src, out, expected), force=force)
     manifest["dir"] = str(step.dir)
     return manifest

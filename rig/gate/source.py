@@ -2,7 +2,6 @@
 revision plus a patch file), exported with `git archive` and built by the
 rig's own recipe into the build cache, keyed by commit id and patch digest,
 so that the same revision is built once whatever clone it comes from."""
-import json
 import os
 import subprocess
 import tempfile
@@ -100,10 +99,7 @@ def build(rev: Revision, with_series: bool) -> dict:
     by the rig's recipe, with kernel-patches/series on top when asked."""
     flavor = "patched" if with_series else "vanilla"
     step = Step("kernel-gate", kernel_inputs(flavor, rev))
-    last = step.step_dir / "last.json"
-    expected = None
-    if last.is_file():
-        expected = json.loads(last.read_text()).get("outputs", {}).get("build_commands")
+    expected = step.last_outputs().get("build_commands")
     print(f"[gate] {rev.label}: kernel {rev.version}"
           + (" + kernel-patches/series" if with_series else ""), flush=True)
     try:
