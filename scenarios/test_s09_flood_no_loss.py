@@ -32,15 +32,13 @@ def other_records(follow):
     first flood record it saw, the offset is at least the sequence number
     after the last record it read before the flood (the flood's first
     record comes after it)."""
-    tagged = [(r.tag_seq, r.seq - r.tag_seq) for r in follow.records
-              if r.tag_seq is not None and r.ctx == "task"]
-    if not tagged:
+    flood = [r for r in follow.records if r.tag_seq is not None and r.ctx == "task"]
+    if not flood:
         return lambda a, b: 0
-    first_read = min(t for t, _ in tagged)
-    before = [r.seq for r in follow.records if r.tag_seq is None]
-    start = [seq + 1 for seq in before if seq < dict(tagged)[first_read] + first_read]
-    floor = max(start, default=0)
-    offsets = sorted(tagged)
+    first_seq = min(r.seq for r in flood)
+    floor = max((r.seq + 1 for r in follow.records if r.tag_seq is None and r.seq < first_seq),
+                default=0)
+    offsets = sorted((r.tag_seq, r.seq - r.tag_seq) for r in flood)
 
     def others(a: int, b: int) -> int:
         below = [o for t, o in offsets if t <= a] or [floor]
