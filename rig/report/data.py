@@ -36,7 +36,9 @@ class RecordedRun(BootResult):
             p = run_dir / name
             return json.loads(p.read_text()) if p.is_file() else {}
         summary, bundle = load("summary.json"), load("bundle.json")
-        o = summary.get("outcome") or bundle.get("outcome") or {}
+        # summary.json has the whole outcome; a run that did not write one
+        # (killed harness) has at most its class, in bundle.json.
+        o = summary.get("outcome") or {"class": bundle.get("outcome") or "unknown"}
         outcome = Outcome(o.get("class", "unknown"), o.get("detail", "run did not finish"),
                           o.get("phase"))
         return cls(run_dir, outcome, [], summary.get("wall_s", 0.0), summary, bundle)

@@ -57,6 +57,15 @@ def test_levels_and_emergency_marks_come_from_the_tags_and_cmdline(tmp_path):
                                                    "IER restored after every console write"}
 
 
+def test_a_run_without_summary_takes_its_class_from_the_bundle(tmp_path):
+    run = real_s7_run(tmp_path)
+    (run / "summary.json").unlink()
+    bundle = json.loads((run / "bundle.json").read_text())
+    (run / "bundle.json").write_text(json.dumps(dict(bundle, outcome="hang")))
+    d = data.gather(run)
+    assert d["outcome"] == {"class": "hang", "detail": "run did not finish"}
+
+
 def test_page_embeds_its_data_safely(tmp_path):
     d = data.gather(real_s7_run(tmp_path))
     d["lines"].append({"n": 0, "text": "</script><b>x", "kind": "kernel", "level": 6})
