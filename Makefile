@@ -81,8 +81,12 @@ build: deps
 demo: build
 	@$(RIG) boot --flavor patched
 
+# pytest-xdist workers, one per core: deterministic boots run side by side,
+# a real-time boot holds the host alone (rig/hostshare.py).
+WORKERS ?= $(shell nproc)
+
 test: build tools-check libvirtd
-	@$(PYTEST) -v $(PYTEST_ARGS)
+	@$(PYTEST) -v -n $(WORKERS) $(PYTEST_ARGS)
 
 unit: deps tools-check
 	@$(PYTEST) -v rig/tests -m "not boots and not builds" $(PYTEST_ARGS)

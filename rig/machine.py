@@ -31,6 +31,7 @@ from typing import IO, Callable, Dict, List, Optional, Tuple
 
 import pexpect
 
+from rig import hostshare
 from rig import outcome as outcome_mod
 from rig.qemu_argv import MachineConfig, build_argv
 from rig.qmp import QMPClient, QMPError
@@ -192,11 +193,20 @@ class Machine:
         _live.discard(self)
 
     def __enter__(self) -> "Machine":
-        self.start()
+        self._host = hostshare.hold(alone=not self.cfg.deterministic)
+        self._host.__enter__()
+        try:
+            self.start()
+        except BaseException:
+            self._host.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
-        self.kill()
+        try:
+            self.kill()
+        finally:
+            self._host.__exit__(None, None, None)
 
     def exit_status(self, events: List[dict]) -> Tuple[Optional[int], Optional[int]]:
         """QEMU's exit status and terminating signal; (None, None) when the rig

@@ -45,9 +45,13 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     # SIGTERM/SIGHUP unwind like Ctrl-C, so that a build started by a test
-    # kills its make process group and a boot its QEMU.
-    from rig.machine import install_signal_cleanup
-    install_signal_cleanup()
+    # kills its make process group and a boot its QEMU. Not in an xdist
+    # worker: there a handler raising KeyboardInterrupt kills the worker
+    # silently at start-up now and then (execnet), and a worker's QEMU dies
+    # with it anyway (PR_SET_PDEATHSIG).
+    if not hasattr(config, "workerinput"):
+        from rig.machine import install_signal_cleanup
+        install_signal_cleanup()
     # In the environment, so that build subprocesses and xdist workers see it too.
     if config.getoption("backend") or config.getoption("libvirt_uri"):
         backend.choose(config.getoption("backend") or "libvirt",

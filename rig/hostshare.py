@@ -1,0 +1,35 @@
+"""Who may run beside whom on this host.
+
+A real-time boot (no -icount) keeps virtual time with the host's clock, so a
+second QEMU on the same cores stretches what the guest sees: a vCPU is
+descheduled mid-line, a timer fires late, the kernel warns about calibration.
+Such a boot therefore holds the host alone (an exclusive lock); deterministic
+boots, whose virtual time counts instructions, share it with each other. The
+lock is an flock(2) on one file per machine, so it spans pytest-xdist workers,
+`rig` commands and CI jobs alike, and it goes with the process that holds it.
+"""
+import fcntl
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+LOCK_ENV = "RIG_HOST_LOCK"     # another path, e.g. per host in a shared /tmp
+
+
+def lock_path() -> Path:
+    return Path(os.environ.get(LOCK_ENV) or Path(tempfile.gettempdir()) / "printk-rig-host.lock")
+
+
+@contextmanager
+def hold(alone: bool):
+    """Exclusive for a real-time boot (alone=True), shared for a deterministic one."""
+    try:
+        fd = os.open(lock_path(), os.O_RDWR | os.O_CREAT, 0o666)
+    except PermissionError:             # another user's file: flock needs no write access
+        fd = os.open(lock_path(), os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
