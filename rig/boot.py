@@ -44,6 +44,7 @@ class BootRequest:
     warm_reset: bool = False
     name: str = "boot"
     run_dir: Optional[Path] = None
+    initramfs: str = ""           # "" the standard one, "bench" rig bench's (rig.build.initramfs)
 
 
 def new_run_dir(name: str, flavor: str) -> Path:
@@ -109,7 +110,7 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
     req = device_triggers(req)
     kernel = artifacts.kernel(req.flavor)
     qemu = artifacts.qemu()
-    initrd = artifacts.initramfs(req.flavor)
+    initrd = artifacts.initramfs(req.flavor, variant=req.initramfs)
     run_dir = req.run_dir or new_run_dir(req.name, req.flavor)
     accel = resolve_accel(req.accel, qemu, kernel, initrd)
     cfg, phases, on_phase = machine_plan(

@@ -36,9 +36,18 @@ def qemu(build: bool = False, force: bool = False) -> Artifact:
     return _locate(q.qemu_step(), q.build_qemu, build, force, "QEMU", "qemu")
 
 
-def initramfs(flavor: str, build: bool = False, force: bool = False) -> Artifact:
+def initramfs(flavor: str, build: bool = False, force: bool = False,
+              variant: str = "") -> Artifact:
+    """The flavor's initramfs; variant "bench" is rig bench's (standard +
+    rig-preinit + the ringbuffer stress module), built when missing."""
     from rig.build import custom
     from rig.build import initramfs as i
+    if variant == "bench":
+        return _locate(i.bench_initramfs_step(flavor),
+                       lambda force: i.build_bench_initramfs(flavor, force),
+                       True, force, f"the {flavor} bench initramfs", "bench")
+    if variant:
+        raise ValueError(f"no initramfs variant {variant!r} (only 'bench')")
     # No make target builds it for a user's kernel: build it (module included) when missing.
     build = build or flavor == custom.CUSTOM
     return _locate(i.initramfs_step(flavor), lambda force: i.build_initramfs(flavor, force),

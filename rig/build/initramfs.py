@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rig import cpio, paths
 from rig.build.cache import Step, dpkg_version, ensure, sha256_bytes, sha256_file, toolchain_id
-from rig.build.module import MODULE_NAME, build_module, module_step
+from rig.build.module import MODULE_NAME, PRBSTRESS, build_module, module_step
 from rig.build.runner import BuildError, run_logged
 
 INIT_SRC = paths.GUEST_SRC / "init.c"
@@ -104,5 +104,48 @@ def _parents(path: Path):
 def build_initramfs(flavor: str, force: bool = False) -> dict:
     step = initramfs_step(flavor)
     manifest = ensure(step, lambda out: _build(flavor, out), force=force)
+    manifest["dir"] = str(step.dir)
+    return manifest
+
+
+# The bench's initramfs: the standard archive with a second one appended (the
+# kernel unpacks concatenated cpio archives in turn) that adds rig-preinit and
+# the ringbuffer stress module; booted with rdinit=/bin/rig-preinit (bench).
+PREINIT_SRC = paths.GUEST_SRC / "preinit.c"
+PREINIT = "bin/rig-preinit"
+
+
+def bench_initramfs_step(flavor: str) -> Step:
+    return Step(f"initramfs-bench-{flavor}", {
+        "initramfs": initramfs_step(flavor).key,
+        "preinit.c": sha256_file(PREINIT_SRC),
+        "prbstress module": module_step(flavor, PRBSTRESS).key,
+        "toolchain": toolchain_id(),
+        "recipe": sha256_bytes((" ".join(CFLAGS) + PREINIT).encode())[:16],
+    })
+
+
+def _build_bench(flavor: str, out: Path) -> dict:
+    base = build_initramfs(flavor)
+    stress = build_module(flavor, module=PRBSTRESS)
+    preinit = out / "rig-preinit"
+    run_logged("initramfs-bench", ["gcc"] + CFLAGS + ["-o", str(preinit), str(PREINIT_SRC)],
+               out / "build.log")
+    subprocess.run(["strip", str(preinit)], check=True)
+    extra = cpio.pack([
+        cpio.regular(PREINIT, preinit.read_bytes()),
+        cpio.regular(f"lib/modules/{PRBSTRESS.name}.ko",
+                     (Path(stress["dir"]) / stress["outputs"]["module"]).read_bytes()),
+    ])
+    archive = out / "initramfs.cpio"
+    archive.write_bytes((Path(base["dir"]) / base["outputs"]["initramfs"]).read_bytes() + extra)
+    return {"initramfs": "initramfs.cpio", "sha256": sha256_file(archive),
+            "bytes": archive.stat().st_size,
+            "module_sha256": base["outputs"]["module_sha256"]}
+
+
+def build_bench_initramfs(flavor: str, force: bool = False) -> dict:
+    step = bench_initramfs_step(flavor)
+    manifest = ensure(step, lambda out: _build_bench(flavor, out), force=force)
     manifest["dir"] = str(step.dir)
     return manifest
