@@ -146,7 +146,8 @@ def cmd_report(args) -> int:
 def cmd_bench(args) -> int:
     from rig.bench import main as bench
     return bench.main(args.lines, Path(args.out) if args.out else
-                      paths.runs_root() / "bench.json", args.check)
+                      paths.runs_root() / "bench.json", args.check, args.stress_records,
+                      args.verdict_runs)
 
 
 def cmd_run(args) -> int:
@@ -297,8 +298,15 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Boot both flavors under -icount and measure, in guest "
                                     "virtual time: INFO printk() latency with an idle console "
                                     "and under a backlog, an emergency line's latency to the "
-                                    "wire, console throughput. Prints a table, writes JSON.")
+                                    "wire, console throughput, the ringbuffer under pinned "
+                                    "writers and two readers; then the rig's own time to "
+                                    "verdict in host wall time. Prints tables, writes JSON.")
     be.add_argument("--lines", type=int, default=10_000, help="backlog size (default 10000)")
+    be.add_argument("--stress-records", type=int, default=100_000,
+                    help="records per ringbuffer stress run (default 100000)")
+    be.add_argument("--verdict-runs", type=int, default=5,
+                    help="runs of the scenario suite for the time to verdict (default 5; "
+                         "0 skips it)")
     be.add_argument("--out", metavar="FILE", help="JSON file (default runs/bench.json)")
     be.add_argument("--check", action="store_true",
                     help="exit 1 unless patched INFO p99 under the backlog is 100x lower than "

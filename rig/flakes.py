@@ -4,8 +4,9 @@ flake is a bug of the rig (or of the kernel) to be fixed, not retried."""
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 from rig.junit import median_times, verdicts, wall_times
 
@@ -21,16 +22,26 @@ def disagreements(runs: List[Dict[str, str]]) -> Dict[str, List[str]]:
     return out
 
 
+def run_suite(junit: Path, pytest_args: List[str]) -> Tuple[Dict[str, str], Dict[str, float],
+                                                             float]:
+    """One pytest run: its verdicts and wall times per test, and its own wall time."""
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                    f"--junitxml={junit}"] + pytest_args)
+    wall = time.monotonic() - start
+    if not junit.exists():
+        raise RuntimeError(f"pytest {' '.join(pytest_args)} wrote no {junit}: see its output above")
+    return verdicts(junit), wall_times(junit), wall
+
+
 def main(runs: int, out_dir: Path, pytest_args: List[str]) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     results, times = [], []
     for i in range(1, runs + 1):
-        junit = out_dir / f"flakes-{i}.xml"
         print(f"[flakes] run {i}/{runs}: pytest {' '.join(pytest_args)}", flush=True)
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        f"--junitxml={junit}"] + pytest_args)
-        results.append(verdicts(junit))
-        times.append(wall_times(junit))
+        result, took, _ = run_suite(out_dir / f"flakes-{i}.xml", pytest_args)
+        results.append(result)
+        times.append(took)
     medians = median_times(times)
     (out_dir / "median-times.json").write_text(json.dumps(medians, indent=1) + "\n")
     print(f"[flakes] median wall time per test over {runs} runs (s), slowest first:")

@@ -12,23 +12,36 @@ host's load does not stretch them):
   the call (the module's marker) to the line's last bit on the wire, against
   the line's own wire time at the rate the guest programmed (rig.wire);
 - console throughput: THR bytes per virtual second while the flood's lines
-  go out, against the programmed rate's limit.
+  go out, against the programmed rate's limit;
+- ringbuffer stress (rig/guest/prbstress/, the seed's shape): 1, 2 and 3
+  pinned writers fill a 16 KB buffer with 33-byte records while two readers
+  pinned to the fourth vCPU read it: records per virtual second and the
+  share of the records each reader saw (and checked).
 """
+import re
 from dataclasses import dataclass, field
-from typing import Dict, Optional
+from typing import Dict, Iterable, List, Optional
 
 from rig.boot import BootRequest, boot
 from rig.evidence import Evidence
 from rig.rigprintk import MARK_BEFORE, cmdline, mask, stats
 from rig.wire import line_latency, marker, programmed_format
 
-ICOUNT_SHIFT = 3            # S4/S5's: the emergency wait is not cut short (README)
+# 4 ns of virtual time per instruction, a 250 MIPS CPU: a CPU-bound cost such
+# as a patched printk() is stretched less than at S4/S5's shift 3 (8 ns),
+# and the emergency wait (2 ms) has room to spare. Lower shifts cost wall
+# time: the console's spin on LSR runs 2^-shift times more instructions.
+ICOUNT_SHIFT = 2
 # The whole backlog must fit in the ring (about 100 bytes a record with its
 # descriptor): 6.12's default 128 KB holds some 1300 lines, and vanilla then
 # loses the ERR line itself to the wrap.
 LOG_BUF = "log_buf_len=4M"
 IDLE_LINES, IDLE_GAP_US = 200, 10_000
 BACKLOG_AFTER_MS = 300
+STRESS_WRITERS = (1, 2, 3)      # a vCPU each; the readers have the fourth
+STRESS_SMP = 4
+STRESS_RECORD_BYTES = 33
+RESULT_RE = re.compile(r"prbstress: result (.*)")
 
 
 class BenchError(RuntimeError):
@@ -42,6 +55,7 @@ class FlavorFigures:
     info_backlog: Dict[str, int] = field(default_factory=dict)
     emergency: Dict[str, float] = field(default_factory=dict)     # ns, physical_ns, ratio
     throughput: Dict[str, float] = field(default_factory=dict)    # bytes_per_s, limit, ratio
+    stress: List[Dict[str, float]] = field(default_factory=list)  # one per writer count
     runs: Dict[str, str] = field(default_factory=dict)            # boot -> run directory
 
 
@@ -53,6 +67,48 @@ def run_boot(flavor: str, name: str, timeout_s: float, **module) -> Evidence:
     if res.outcome.cls != "clean":
         raise BenchError(f"{name} on {flavor}: {res.outcome.cls}: {res.outcome.detail} "
                          f"(run directory {res.run_dir})")
+    return Evidence.of(res)
+
+
+def stress_results(texts: Iterable[str], where: str) -> List[Dict[str, float]]:
+    """The module's result line per writer count (console lines' texts), as
+    rates and shares; a reader that found a bad record (torn, out of order)
+    fails the bench."""
+    out = []
+    for text in texts:
+        m = RESULT_RE.search(text)
+        if not m:
+            continue
+        f = {k: int(v) for k, v in (kv.split("=") for kv in m.group(1).split())}
+        bad = f["r0_bad"] + f["r1_bad"]
+        if bad:
+            raise BenchError(f"ringbuffer stress, {f['writers']} writers: the readers found "
+                             f"{bad} bad records ({where})")
+        out.append({"writers": f["writers"], "records": f["records"], "ns": f["ns"],
+                    "records_per_s": round(f["records"] / (f["ns"] / 1e9)),
+                    "reserve_failed": f["reserve_failed"],
+                    "reader_share": [round(f["r0_seen"] / f["records"], 4),
+                                     round(f["r1_seen"] / f["records"], 4)],
+                    "reader_lost": [f["r0_lost"], f["r1_lost"]]})
+    if [r["writers"] for r in out] != list(STRESS_WRITERS):
+        raise BenchError(f"ringbuffer stress: result lines for {[r['writers'] for r in out]} "
+                         f"writers, expected {list(STRESS_WRITERS)} ({where})")
+    return out
+
+
+def ringbuffer_stress(flavor: str, records: int) -> Evidence:
+    """One boot of the bench initramfs: rig-preinit loads prbstress, whose init
+    function runs the test per writer count, then rig-init dumps /dev/kmsg."""
+    writers = ",".join(map(str, STRESS_WRITERS))
+    req = BootRequest(flavor=flavor, name="bench-prbstress", deterministic=True,
+                      icount_shift=ICOUNT_SHIFT, smp=STRESS_SMP, initramfs="bench",
+                      init_timeout_s=120,
+                      cmdline=f"rig.steps=kmsg rdinit=/bin/rig-preinit -- prbstress "
+                              f"writers={writers} records={records}")
+    res = boot(req)
+    if res.outcome.cls != "clean":
+        raise BenchError(f"ringbuffer stress on {flavor}: {res.outcome.cls}: "
+                         f"{res.outcome.detail} (run directory {res.run_dir})")
     return Evidence.of(res)
 
 
@@ -93,8 +149,15 @@ def throughput(ev: Evidence, name: str) -> Dict[str, float]:
             "limit_bytes_per_s": round(limit, 1), "ratio": round(rate / limit, 4)}
 
 
-def measure(flavor: str, lines: int, timeout_s: Optional[float] = None) -> FlavorFigures:
+def measure(flavor: str, lines: int, stress_records: int,
+            timeout_s: Optional[float] = None) -> FlavorFigures:
     out = FlavorFigures(flavor)
+    print(f"[bench] {flavor}: ringbuffer stress, {stress_records} records of "
+          f"{STRESS_RECORD_BYTES} bytes into 16 KB, {'/'.join(map(str, STRESS_WRITERS))} "
+          f"writers, 2 readers on one vCPU", flush=True)
+    stress = ringbuffer_stress(flavor, stress_records)
+    out.stress = stress_results((ln.text for ln in stress.transcript.lines), stress.where())
+    out.runs["stress"] = str(stress.result.run_dir)
     print(f"[bench] {flavor}: INFO printk() with an idle console ({IDLE_LINES} records, "
           f"{IDLE_GAP_US // 1000} ms apart)", flush=True)
     idle = run_boot(flavor, "bench-idle", 120, flood_count=IDLE_LINES, flood_cpus=mask([0]),

@@ -1,30 +1,55 @@
-"""rig bench [--lines N] [--out FILE] [--check]: the printk figures of
-rig.bench.guest on both flavors in one run, as a table and JSON; --check
-exits 1 when the patched kernel breaks a promise of rig.bench.report.check."""
+"""rig bench [--lines N] [--stress-records N] [--verdict-runs N] [--out FILE]
+[--check]: the printk figures of rig.bench.guest on both flavors in one run,
+the rig's own time to verdict (rig.bench.verdict), as tables and JSON;
+--check exits 1 when the patched kernel breaks a promise of
+rig.bench.report.check."""
 import datetime
+import json
 import os
 import platform
 from pathlib import Path
 
-from rig.bench import guest, report
+from rig.bench import guest, report, verdict
 from rig.build import artifacts
 
 
-def main(lines: int, out: Path, do_check: bool) -> int:
+def machine_name() -> str:
+    """The CPU model and core count: what the wall-time figures depend on."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{platform.node()}: {os.cpu_count()} x {model}, no KVM" if not \
+        Path("/dev/kvm").exists() else f"{platform.node()}: {os.cpu_count()} x {model}, KVM"
+
+
+def main(lines: int, out: Path, do_check: bool, stress_records: int, verdict_runs: int) -> int:
     for flavor in ("vanilla", "patched"):
         artifacts.kernel(flavor, build=True)
         artifacts.initramfs(flavor, build=True)
     artifacts.qemu(build=True)
-    figs = {f: guest.measure(f, lines) for f in ("vanilla", "patched")}
-    meta = {"date": datetime.date.today().isoformat(), "machine": platform.node(),
+    figs = {f: guest.measure(f, lines, stress_records) for f in ("vanilla", "patched")}
+    times = verdict.measure(verdict_runs, out.parent / "bench-verdict") if verdict_runs else {}
+    meta = {"date": datetime.date.today().isoformat(), "machine": machine_name(),
             "cpus": os.cpu_count(), "backlog_lines": lines,
-            "icount_shift": guest.ICOUNT_SHIFT,
-            "units": "guest virtual time (-icount), ns unless said"}
+            "icount_shift": guest.ICOUNT_SHIFT, "stress_records": stress_records,
+            "stress_vcpus": guest.STRESS_SMP,
+            "units": "printk and ringbuffer figures: guest virtual time (-icount), ns unless "
+                     "said; time to verdict: host wall seconds"}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report.to_json(figs["vanilla"], figs["patched"], meta))
-    print(f"\nprintk bench, {meta['date']}, backlog {lines} lines, -icount shift "
-          f"{guest.ICOUNT_SHIFT} (virtual time)\n")
+    doc = json.loads(report.to_json(figs["vanilla"], figs["patched"], meta))
+    doc["time_to_verdict"] = times
+    out.write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"\nprintk bench, {meta['date']}, {meta['machine']}, backlog {lines} lines, "
+          f"-icount shift {guest.ICOUNT_SHIFT} (virtual time)\n")
     print(report.table(figs["vanilla"], figs["patched"]))
+    print(report.stress_table(figs["vanilla"], figs["patched"]))
+    if times:
+        print(report.verdict_table(times))
     print(f"JSON: {out}")
     problems = report.check(figs["vanilla"], figs["patched"])
     for p in problems:

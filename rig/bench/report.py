@@ -39,6 +39,41 @@ def table(v: FlavorFigures, p: FlavorFigures) -> str:
     return "\n".join(lines) + "\n"
 
 
+def stress_table(v: FlavorFigures, p: FlavorFigures) -> str:
+    """The seed's ringbuffer table: per writer count, records per virtual
+    second and the share of them each of the two readers saw."""
+    lines = ["| ringbuffer, 16 KB, 33-byte records | vanilla records/s | patched records/s "
+             "| vanilla readers saw | patched readers saw |", "|---|---|---|---|---|"]
+    for a, b in zip(v.stress, p.stress):
+        shares = [" / ".join(f"{s:.1%}" for s in r["reader_share"]) for r in (a, b)]
+        lines.append(f"| {a['writers']} writer{'s' if a['writers'] > 1 else ''}, "
+                     f"{a['records']:,} records | {a['records_per_s']:,} | "
+                     f"{b['records_per_s']:,} | {shares[0]} | {shares[1]} |")
+    return "\n".join(lines) + "\n"
+
+
+def verdict_table(t: Dict) -> str:
+    """The rig's own time to verdict (host wall time)."""
+    sc = t["scenarios"]
+    slowest = sorted(sc["per_test_median_s"].items(), key=lambda kv: -kv[1])[:3]
+    rows = [("QEMU start to guest init, vanilla (median of "
+             f"{t['boot_to_init_vanilla']['boots']} boots)",
+             f"{t['boot_to_init_vanilla']['median_s']:.2f} s"),
+            (f"QEMU start to guest init, patched (median of "
+             f"{t['boot_to_init_patched']['boots']} boots)",
+             f"{t['boot_to_init_patched']['median_s']:.2f} s"),
+            (f"wall time per scenario test, median over {sc['tests']} tests of each one's "
+             f"median of {sc['runs']} runs", f"{sc['median_per_test_s']:.2f} s"),
+            (f"scenario suite, warm, {sc['workers']} workers (median of {sc['runs']} runs)",
+             f"{sc['suite_median_s']:.0f} s")]
+    rows += [(f"slowest: {name.split('::', 1)[1]}", f"{s:.1f} s") for name, s in slowest]
+    lines = ["| time to verdict (host wall) | |", "|---|---|"]
+    lines += [f"| {a} | {b} |" for a, b in rows]
+    if sc["not_passed"]:
+        lines.append(f"| tests that did not pass in some run | {len(sc['not_passed'])} |")
+    return "\n".join(lines) + "\n"
+
+
 def to_json(v: FlavorFigures, p: FlavorFigures, meta: Dict) -> str:
     return json.dumps({"meta": meta, "vanilla": dataclasses.asdict(v),
                        "patched": dataclasses.asdict(p), "check": check(v, p)},

@@ -45,3 +45,54 @@ def test_json_holds_both_flavors_and_the_verdict():
     assert data["vanilla"]["info_backlog"]["p99"] == 7677511
     assert data["patched"]["emergency"]["ratio"] == 1.0398
     assert data["check"] and data["meta"]["backlog_lines"] == 1200
+
+
+# The prbstress module's result lines of a real boot (patched, 4 vCPUs,
+# shift 3, 20,000 records per run).
+STRESS_LINES = [
+    "prbstress: start writers=1,2,3 records=20000 buffer=16384 bytes record=33 bytes cpus=4",
+    "prbstress: result writers=1 records=20000 ns=594409340 reserve_failed=0 r0_seen=2406 "
+    "r0_lost=17594 r0_bad=0 r1_seen=2502 r1_lost=17498 r1_bad=0",
+    "prbstress: result writers=2 records=20000 ns=1311430492 reserve_failed=0 r0_seen=2873 "
+    "r0_lost=17127 r0_bad=0 r1_seen=3038 r1_lost=16962 r1_bad=0",
+    "prbstress: result writers=3 records=20000 ns=6350352672 reserve_failed=0 r0_seen=11169 "
+    "r0_lost=8831 r0_bad=0 r1_seen=11121 r1_lost=8879 r1_bad=0",
+]
+
+
+def test_stress_lines_become_rates_and_reader_shares():
+    from rig.bench.guest import stress_results
+    runs = stress_results(STRESS_LINES, "run dir")
+    assert [r["writers"] for r in runs] == [1, 2, 3]
+    assert runs[0]["records_per_s"] == 33647              # 20000 / 0.594409340 s
+    assert runs[0]["reader_share"] == [0.1203, 0.1251]
+    assert runs[2]["reader_lost"] == [8831, 8879]
+    v = FlavorFigures("vanilla", stress=runs)
+    text = report.stress_table(v, v)
+    assert "| 1 writer, 20,000 records | 33,647 | 33,647 | 12.0% / 12.5% | 12.0% / 12.5% |" in text
+
+
+def test_a_bad_record_or_a_missing_run_fails_the_stress_figures():
+    from rig.bench.guest import BenchError, stress_results
+    torn = STRESS_LINES[:3] + [STRESS_LINES[3].replace("r1_bad=0", "r1_bad=2")]
+    for lines, says in ((torn, "found 2 bad records"), (STRESS_LINES[:3], "[1, 2] writers")):
+        try:
+            stress_results(lines, "run dir")
+        except BenchError as e:
+            assert says in str(e) and "run dir" in str(e)
+        else:
+            raise AssertionError(f"no BenchError for {says}")
+
+
+def test_verdict_table_gives_boot_scenario_and_suite_times():
+    times = {"boot_to_init_vanilla": {"boots": 5, "median_s": 2.71},
+             "boot_to_init_patched": {"boots": 5, "median_s": 2.64},
+             "scenarios": {"runs": 5, "workers": 2, "tests": 3, "median_per_test_s": 3.2,
+                           "suite_median_s": 270.4, "not_passed": {},
+                           "per_test_median_s": {"scenarios.a::t1": 3.2, "scenarios.a::t2": 0.0,
+                                                 "scenarios.b::t3": 27.5}}}
+    text = report.verdict_table(times)
+    assert "| QEMU start to guest init, patched (median of 5 boots) | 2.64 s |" in text
+    assert "median over 3 tests of each one's median of 5 runs | 3.20 s |" in text
+    assert "| scenario suite, warm, 2 workers (median of 5 runs) | 270 s |" in text
+    assert "| slowest: t3 | 27.5 s |" in text
