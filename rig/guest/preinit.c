@@ -29,7 +29,8 @@ int main(int argc, char **argv)
 	int i, fd;
 
 	if (argc < 2) {
-		fprintf(stderr, "rig-preinit: usage: rdinit=/bin/rig-preinit -- NAME [PARAM=VALUE ...]\n");
+		fprintf(stderr,
+			"rig-preinit: usage: rdinit=/bin/rig-preinit -- NAME [PARAM=VALUE ...]\n");
 	} else {
 		snprintf(path, sizeof(path), "/lib/modules/%s.ko", argv[1]);
 		for (i = 2; i < argc; i++) {
