@@ -147,7 +147,7 @@ def cmd_bench(args) -> int:
     from rig.bench import main as bench
     return bench.main(args.lines, Path(args.out) if args.out else
                       paths.runs_root() / "bench.json", args.check, args.stress_records,
-                      args.verdict_runs)
+                      args.verdict_runs, args.verdict_workers)
 
 
 def cmd_run(args) -> int:
@@ -307,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--verdict-runs", type=int, default=5,
                     help="runs of the scenario suite for the time to verdict (default 5; "
                          "0 skips it)")
+    be.add_argument("--verdict-workers", type=int, default=0,
+                    help="xdist workers for those runs (default one per core, as make test; "
+                         "1 times each scenario alone)")
     be.add_argument("--out", metavar="FILE", help="JSON file (default runs/bench.json)")
     be.add_argument("--check", action="store_true",
                     help="exit 1 unless patched INFO p99 under the backlog is 100x lower than "

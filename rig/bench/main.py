@@ -27,13 +27,15 @@ def machine_name() -> str:
         Path("/dev/kvm").exists() else f"{platform.node()}: {os.cpu_count()} x {model}, KVM"
 
 
-def main(lines: int, out: Path, do_check: bool, stress_records: int, verdict_runs: int) -> int:
+def main(lines: int, out: Path, do_check: bool, stress_records: int, verdict_runs: int,
+         verdict_workers: int = 0) -> int:
     for flavor in ("vanilla", "patched"):
         artifacts.kernel(flavor, build=True)
         artifacts.initramfs(flavor, build=True)
     artifacts.qemu(build=True)
     figs = {f: guest.measure(f, lines, stress_records) for f in ("vanilla", "patched")}
-    times = verdict.measure(verdict_runs, out.parent / "bench-verdict") if verdict_runs else {}
+    times = (verdict.measure(verdict_runs, out.parent / "bench-verdict", verdict_workers)
+             if verdict_runs else {})
     meta = {"date": datetime.date.today().isoformat(), "machine": machine_name(),
             "cpus": os.cpu_count(), "backlog_lines": lines,
             "icount_shift": guest.ICOUNT_SHIFT, "stress_records": stress_records,
