@@ -62,15 +62,21 @@ class FlavorFigures:
     runs: Dict[str, str] = field(default_factory=dict)            # boot -> run directory
 
 
-def run_boot(flavor: str, name: str, timeout_s: float, **module) -> Evidence:
-    req = BootRequest(flavor=flavor, name=name, deterministic=True, icount_shift=ICOUNT_SHIFT,
-                      init_timeout_s=timeout_s,
-                      cmdline=f"rig.steps=run {LOG_BUF} {cmdline(scen=name, **module)}")
+def clean_boot(req: BootRequest, what: str) -> Evidence:
+    """Boot, and the evidence of a run that ended cleanly; any other end is a
+    BenchError naming the boot and its run directory."""
     res = boot(req)
     if res.outcome.cls != "clean":
-        raise BenchError(f"{name} on {flavor}: {res.outcome.cls}: {res.outcome.detail} "
+        raise BenchError(f"{what} on {req.flavor}: {res.outcome.cls}: {res.outcome.detail} "
                          f"(run directory {res.run_dir})")
     return Evidence.of(res)
+
+
+def run_boot(flavor: str, name: str, timeout_s: float, **module) -> Evidence:
+    return clean_boot(BootRequest(flavor=flavor, name=name, deterministic=True,
+                                  icount_shift=ICOUNT_SHIFT, init_timeout_s=timeout_s,
+                                  cmdline=f"rig.steps=run {LOG_BUF} "
+                                          f"{cmdline(scen=name, **module)}"), name)
 
 
 def stress_results(texts: Iterable[str], where: str) -> List[Dict[str, float]]:
@@ -103,16 +109,12 @@ def ringbuffer_stress(flavor: str, records: int) -> Evidence:
     """One boot of the bench initramfs: rig-preinit loads prbstress, whose init
     function runs the test per writer count, then rig-init dumps /dev/kmsg."""
     writers = ",".join(map(str, STRESS_WRITERS))
-    req = BootRequest(flavor=flavor, name="bench-prbstress", deterministic=True,
-                      icount_shift=ICOUNT_SHIFT, smp=STRESS_SMP, initramfs="bench",
-                      init_timeout_s=120,
-                      cmdline=f"rig.steps=kmsg rdinit=/bin/rig-preinit -- prbstress "
-                              f"writers={writers} records={records}")
-    res = boot(req)
-    if res.outcome.cls != "clean":
-        raise BenchError(f"ringbuffer stress on {flavor}: {res.outcome.cls}: "
-                         f"{res.outcome.detail} (run directory {res.run_dir})")
-    return Evidence.of(res)
+    return clean_boot(BootRequest(flavor=flavor, name="bench-prbstress", deterministic=True,
+                                  icount_shift=ICOUNT_SHIFT, smp=STRESS_SMP, initramfs="bench",
+                                  init_timeout_s=120,
+                                  cmdline=f"rig.steps=kmsg rdinit=/bin/rig-preinit -- "
+                                          f"prbstress writers={writers} records={records}"),
+                      "ringbuffer stress")
 
 
 def flood_stats(ev: Evidence, what: str) -> Dict[str, int]:

@@ -4,7 +4,6 @@ the rig's own time to verdict (rig.bench.verdict), as tables and JSON;
 --check exits 1 when the patched kernel breaks a promise of
 rig.bench.report.check."""
 import datetime
-import json
 import os
 import platform
 from pathlib import Path
@@ -23,8 +22,8 @@ def machine_name() -> str:
                 break
     except OSError:
         pass
-    return f"{platform.node()}: {os.cpu_count()} x {model}, no KVM" if not \
-        Path("/dev/kvm").exists() else f"{platform.node()}: {os.cpu_count()} x {model}, KVM"
+    kvm = "KVM" if Path("/dev/kvm").exists() else "no KVM"
+    return f"{platform.node()}: {os.cpu_count()} x {model}, {kvm}"
 
 
 def main(lines: int, out: Path, do_check: bool, stress_records: int, verdict_runs: int,
@@ -43,9 +42,7 @@ def main(lines: int, out: Path, do_check: bool, stress_records: int, verdict_run
             "units": "printk and ringbuffer figures: guest virtual time (-icount), ns unless "
                      "said; time to verdict: host wall seconds"}
     out.parent.mkdir(parents=True, exist_ok=True)
-    doc = json.loads(report.to_json(figs["vanilla"], figs["patched"], meta))
-    doc["time_to_verdict"] = times
-    out.write_text(json.dumps(doc, indent=2) + "\n")
+    out.write_text(report.to_json(figs["vanilla"], figs["patched"], meta, times))
     print(f"\nprintk bench, {meta['date']}, {meta['machine']}, backlog {lines} lines, "
           f"-icount shift {guest.ICOUNT_SHIFT} (virtual time)\n")
     print(report.table(figs["vanilla"], figs["patched"]))

@@ -2,7 +2,7 @@
 and the benchmark check: the seed design's two promises as numbers."""
 import dataclasses
 import json
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from rig.bench.guest import FlavorFigures
 
@@ -74,9 +74,11 @@ def verdict_table(t: Dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_json(v: FlavorFigures, p: FlavorFigures, meta: Dict) -> str:
+def to_json(v: FlavorFigures, p: FlavorFigures, meta: Dict,
+            time_to_verdict: Optional[Dict] = None) -> str:
     return json.dumps({"meta": meta, "vanilla": dataclasses.asdict(v),
-                       "patched": dataclasses.asdict(p), "check": check(v, p)},
+                       "patched": dataclasses.asdict(p), "check": check(v, p),
+                       "time_to_verdict": time_to_verdict or {}},
                       indent=2) + "\n"
 
 

@@ -17,6 +17,7 @@ import statistics
 from pathlib import Path
 from typing import Dict, List
 
+from rig.bench.guest import BenchError
 from rig.boot import BootRequest, boot
 from rig.flakes import run_suite
 from rig.junit import median_times
@@ -30,7 +31,7 @@ def boot_to_init(flavor: str, boots: int = BOOTS) -> Dict[str, float]:
     for i in range(boots):
         res = boot(BootRequest(flavor=flavor, name="bench-boot"))
         if res.outcome.cls != "clean":
-            raise RuntimeError(f"boot {i + 1} of {flavor}: {res.outcome.cls}: "
+            raise BenchError(f"boot {i + 1} of {flavor}: {res.outcome.cls}: "
                                f"{res.outcome.detail} (run directory {res.run_dir})")
         walls.append(sum(p.wall_s for p in res.phases if p.name in TO_INIT))
     return {"boots": boots, "median_s": round(statistics.median(walls), 3),
