@@ -19,6 +19,7 @@ QEMU is its own process group with PR_SET_PDEATHSIG=SIGKILL, and every exit
 path of the harness kills that group, so no QEMU outlives the rig.
 """
 import atexit
+import contextlib
 import ctypes
 import json
 import os
@@ -193,20 +194,15 @@ class Machine:
         _live.discard(self)
 
     def __enter__(self) -> "Machine":
-        self._host = hostshare.hold(alone=not self.cfg.deterministic)
-        self._host.__enter__()
-        try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(hostshare.hold(alone=not self.cfg.deterministic))
             self.start()
-        except BaseException:
-            self._host.__exit__(None, None, None)
-            raise
+            self._host = stack.pop_all()    # held until __exit__; released if start fails
         return self
 
     def __exit__(self, *exc) -> None:
-        try:
+        with self._host:
             self.kill()
-        finally:
-            self._host.__exit__(None, None, None)
 
     def exit_status(self, events: List[dict]) -> Tuple[Optional[int], Optional[int]]:
         """QEMU's exit status and terminating signal; (None, None) when the rig
