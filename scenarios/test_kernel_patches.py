@@ -27,20 +27,13 @@ BACKLOG = dict(flood_count=FLOOD, flood_cpus=mask([0]), flood_wait=False, flood_
                nmi_cpus=mask([1]), nmi_level=3, markers=True, printer_cpu=0)
 
 
-# shift=3 (8 ns an instruction): 37 s for this test, where shift=0 did not
-# finish the flood in 240 s; at shift=4 the emergency context used up its
-# wait before icount's round-robin ran the printer's vCPU to a handover point.
-SHIFT = 3
-
-
 @pytest.mark.deterministic
 def test_nmi_error_reaches_the_wire_ahead_of_the_backlog(rig_run):
     # Deterministic: the NMI's emergency write waits a bounded time for the
     # printer to hand the console over between two bytes, and under TCG a
     # host that deschedules vCPU 0 for longer made it give up (the record
     # then goes out in order, as designed, but this test is about the handover).
-    ev = rig_run("patched", "nmi-backlog", "run", deterministic=True, icount_shift=SHIFT,
-                 **BACKLOG)
+    ev = rig_run("patched", "nmi-backlog", "run", deterministic=True, **BACKLOG)
     tagged = ev.tagged("nmi-backlog")
     nmi = [(i, ln, t) for i, (ln, t) in enumerate(tagged) if t.ctx == "nmi"]
     assert len(nmi) == 1, f"expected one NMI line, found {len(nmi)} ({ev.where()})"
