@@ -11,7 +11,10 @@ import pytest
 from rig.rigprintk import mask
 from rig.properties import assert_contiguous
 
-pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.cpuid]
+# Deterministic (-icount): the same run every time, its boots run beside the
+# other deterministic ones (rig/hostshare.py), and its wire-bound waits take
+# less wall time than in real time.
+pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.cpuid, pytest.mark.deterministic]
 
 CPUS, COUNT = 4, 100
 

@@ -17,7 +17,10 @@ import pytest
 from rig.follow import missed_problems, parse_follow, sequence_problems
 from rig.rigprintk import mask
 
-pytestmark = [pytest.mark.boots, pytest.mark.noloss]
+# Deterministic (-icount): the same run every time, its boots run beside the
+# other deterministic ones (rig/hostshare.py), and its wire-bound waits take
+# less wall time than in real time.
+pytestmark = [pytest.mark.boots, pytest.mark.noloss, pytest.mark.deterministic]
 
 COUNT, EVERY = 3000, 100
 

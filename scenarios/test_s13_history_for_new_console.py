@@ -11,7 +11,10 @@ import pytest
 from rig import logparse
 from rig.rigprintk import mask, parse_tag
 
-pytestmark = [pytest.mark.boots, pytest.mark.noloss]
+# Deterministic (-icount): the same run every time, its boots run beside the
+# other deterministic ones (rig/hostshare.py), and its wire-bound waits take
+# less wall time than in real time.
+pytestmark = [pytest.mark.boots, pytest.mark.noloss, pytest.mark.deterministic]
 
 COUNT = 1500
 

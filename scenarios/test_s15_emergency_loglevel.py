@@ -8,7 +8,10 @@ import pytest
 
 from rig.properties import assert_deferred, assert_immediate, single
 
-pytestmark = [pytest.mark.boots, pytest.mark.emergency]
+# Deterministic (-icount): the same run every time, its boots run beside the
+# other deterministic ones (rig/hostshare.py), and its wire-bound waits take
+# less wall time than in real time.
+pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.deterministic]
 
 NO_CONTROL = "no emergency loglevel: no emergency_loglevel=, four fields in the printk sysctl"
 

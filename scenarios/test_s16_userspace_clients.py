@@ -11,7 +11,10 @@ import pytest
 
 from rig import logparse
 
-pytestmark = [pytest.mark.boots, pytest.mark.kmsg]
+# Deterministic (-icount): the same run every time, its boots run beside the
+# other deterministic ones (rig/hostshare.py), and its wire-bound waits take
+# less wall time than in real time.
+pytestmark = [pytest.mark.boots, pytest.mark.kmsg, pytest.mark.deterministic]
 
 LEVELS = ["emerg", "alert", "crit", "err", "warn", "notice", "info", "debug"]
 FACILITIES = ["kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp",
