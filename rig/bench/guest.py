@@ -27,14 +27,13 @@ from rig.evidence import Evidence
 from rig.rigprintk import MARK_BEFORE, cmdline, mask, stats
 from rig.wire import line_latency, marker, programmed_format
 
-# S4/S5's shift: 8 ns of virtual time per instruction. It stretches a
-# CPU-bound cost such as a patched printk() (about 7,900 instructions with
-# its irq_work: 63 us; 31.5 us at shift 2) while vanilla's cost is the
-# wire's. Shift 2 is not used: the patched idle boot then livelocks in early
-# boot (an emergency writer on CPU 1 crawls while the printer thread spins
-# on CPU 0; README, Benchmarks), and lower shifts multiply the wall time (the
+# 4 ns of virtual time per instruction: a 250 MIPS CPU, still some ten times
+# slower than the hardware printk runs on, which stretches a CPU-bound cost
+# such as a patched printk() (about 7,900 instructions with its irq_work:
+# 31.5 us) while vanilla's cost is the wire's. Shift 3 made the patched
+# caller look twice as slow; lower shifts multiply the wall time (the
 # console's LSR spin runs 2^-shift times more instructions).
-ICOUNT_SHIFT = 3
+ICOUNT_SHIFT = 2
 # The whole backlog must fit in the ring (about 100 bytes a record with its
 # descriptor): 6.12's default 128 KB holds some 1300 lines, and vanilla then
 # loses the ERR line itself to the wrap.
