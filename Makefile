@@ -7,7 +7,7 @@ PYTEST  := $(PYTHON) -m pytest
 
 # Every Debian package the rig needs (install-deps.sh installs only the missing ones).
 PACKAGES := \
-	build-essential bc bison flex libelf-dev libssl-dev cpio xz-utils kmod patch \
+	build-essential ccache bc bison flex libelf-dev libssl-dev cpio xz-utils kmod patch \
 	linux-source-6.12 \
 	dpkg-dev ninja-build meson pkg-config libglib2.0-dev libpixman-1-dev libfdt-dev zlib1g-dev \
 	seabios qemu-system-data \

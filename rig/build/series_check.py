@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from rig.build.cache import Step, ensure, sha256_bytes
-from rig.build.kernel import (SERIES, compile_tree, configure, kernel_inputs, kernel_source)
+from rig.build.kernel import (SERIES, compile_tree, configure, kbuild_env, kernel_inputs,
+                              kernel_source)
 from rig.build.patching import apply_patch, read_series
 from rig.build.runner import BuildError, run_logged, tail
 
@@ -65,7 +66,7 @@ def run_checkpatch(tree: Path, patch: Path):
 
 def _build(out: Path) -> dict:
     src = kernel_source()
-    tree, bld, log = out / "src", out / "build", out / "check.log"
+    tree, log = out / "src", out / "check.log"
     print(f"[{LABEL}] unpacking {src.version}", flush=True)
     src.copy_to(tree, log)
     results, make = [], None
@@ -79,18 +80,17 @@ def _build(out: Path) -> dict:
         start = time.monotonic()
         try:
             if make is None:
-                make = configure(LABEL, tree, bld, log, "patched")
+                make = configure(LABEL, tree, log, "patched")
             else:
-                run_logged(LABEL, make + ["olddefconfig"], log)
+                run_logged(LABEL, make + ["olddefconfig"], log, env=kbuild_env())
             compile_tree(LABEL, make, log, None)
             result["builds"] = True
         except BuildError as e:
             result["build_error"] = str(e)
             result["build_log_tail"] = tail(log)
         result["build_seconds"] = round(time.monotonic() - start, 1)
-    # The trees are large and only the verdicts matter.
+    # The tree (objects included) is large and only the verdicts matter.
     shutil.rmtree(tree, ignore_errors=True)
-    shutil.rmtree(bld, ignore_errors=True)
     ok = len(results) == len(patches) and all(
         r["applies"] and r["git_apply"] and r["builds"] and r.get("checkpatch_status") == 0 and not r["checkpatch"]
         for r in results)
