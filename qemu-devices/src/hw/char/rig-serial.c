@@ -22,6 +22,14 @@
  * Setting either trigger property (also at run time with QMP qom-set) arms
  * it; every firing is logged.
  *
+ * Writing the value of "stop-marker" to the marker port pauses the VM at
+ * that instruction, the way a QMP stop would but at a point the guest
+ * chooses: the rig saves such a VM once (init stops itself when it is ready
+ * for a scenario) and restores it for each scenario.  Under -icount the stop
+ * is synchronous, so the saved state does not depend on host timing.  A
+ * restored VM appends to the template's log ("log-append"): one log, one
+ * sequence, the boot's divisor writes included.
+ *
  * Records are written with one write(2) each, so that the log survives a
  * guest panic and a SIGKILL of QEMU: the data is in the host's page cache as
  * soon as the access returns.  The format is documented in
@@ -45,6 +53,8 @@
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
 #include "qom/object.h"
+#include "sysemu/cpu-timers.h"
+#include "sysemu/runstate.h"
 #include "trace.h"
 
 #define TYPE_RIG_SERIAL "rig-serial"
@@ -115,6 +125,8 @@ struct RigSerialState {
     char *log_path;
     bool log_reads;
     bool baud_model;
+    bool log_append;
+    uint32_t stop_marker;
 
     SerialState state;
     MemoryRegion marker_io;
@@ -393,6 +405,23 @@ static uint64_t rig_marker_read(void *opaque, hwaddr addr, unsigned size)
     return 0;
 }
 
+/*
+ * Queued vCPU work: runs between TBs, guest state committed, BQL held.
+ * Under -icount all vCPUs live in one round-robin thread, so with
+ * current_cpu cleared vm_stop() takes its synchronous path: every vCPU
+ * stops and the virtual clock with it before the BQL is dropped, so no
+ * other vCPU runs on and no sleep=off warp moves time by a host-timed
+ * amount.  Only used under -icount (no other vCPU thread to wait for).
+ */
+static void rig_stop_work(CPUState *cpu, run_on_cpu_data unused)
+{
+    CPUState *self = current_cpu;
+
+    current_cpu = NULL;
+    vm_stop(RUN_STATE_PAUSED);
+    current_cpu = self;
+}
+
 static void rig_marker_write(void *opaque, hwaddr addr, uint64_t val,
                              unsigned size)
 {
@@ -400,6 +429,15 @@ static void rig_marker_write(void *opaque, hwaddr addr, uint64_t val,
 
     trace_rig_serial_marker(current_cpu ? current_cpu->cpu_index : -1, val);
     rig_log(r, RIG_REG_MARKER, 0, val);
+    if (!r->stop_marker || val != r->stop_marker || !current_cpu) {
+        return;
+    }
+    trace_rig_serial_stop(current_cpu->cpu_index, r->seq);
+    if (icount_enabled()) {
+        async_run_on_cpu(current_cpu, rig_stop_work, RUN_ON_CPU_NULL);
+    } else {
+        vm_stop(RUN_STATE_PAUSED);  /* multi-threaded TCG: asynchronous */
+    }
 }
 
 static const MemoryRegionOps rig_marker_ops = {
@@ -422,6 +460,12 @@ static void rig_open_log(RigSerialState *r, Error **errp)
 
     r->log_fd = -1;
     if (!r->log_path) {
+        return;
+    }
+    if (r->log_append) {
+        /* A restored VM: the header and the records so far are there. */
+        r->log_fd = qemu_create(r->log_path, O_WRONLY | O_APPEND | O_BINARY,
+                                0644, errp);
         return;
     }
     r->log_fd = qemu_create(r->log_path, O_WRONLY | O_TRUNC | O_BINARY, 0644,
@@ -559,6 +603,8 @@ static Property rig_serial_properties[] = {
     DEFINE_PROP_STRING("log", RigSerialState, log_path),
     DEFINE_PROP_BOOL("log-reads", RigSerialState, log_reads, false),
     DEFINE_PROP_BOOL("baud-model", RigSerialState, baud_model, true),
+    DEFINE_PROP_BOOL("log-append", RigSerialState, log_append, false),
+    DEFINE_PROP_UINT32("stop-marker", RigSerialState, stop_marker, 0),
     DEFINE_PROP_END_OF_LIST(),
 };
 
