@@ -2,7 +2,9 @@
 # Start libvirtd (and virtlogd, which keeps QEMU's logs for it) unless they run,
 # and wait until qemu:///system answers. As root, or through sudo when not root.
 # Uses systemctl where systemd runs; starts the daemons directly where it does
-# not (containers, CI machines).
+# not (containers, CI machines). Ready means qemu:///system answers a `list`:
+# `virsh version` also needs a system QEMU (qemu-system-x86), which the rig
+# does not install; its domains run the rig's own QEMU.
 set -eu
 
 SUDO=
@@ -12,7 +14,7 @@ if ! command -v libvirtd >/dev/null 2>&1; then
 	echo "start-libvirtd: libvirtd is not installed: run \`make deps\`" >&2
 	exit 1
 fi
-if virsh -q -c qemu:///system version >/dev/null 2>&1; then
+if virsh -q -c qemu:///system list >/dev/null 2>&1; then
 	exit 0
 fi
 echo "[libvirtd] starting virtlogd and libvirtd"
@@ -23,7 +25,7 @@ else
 	pgrep -x libvirtd >/dev/null || $SUDO libvirtd --daemon
 fi
 i=0
-until virsh -q -c qemu:///system version >/dev/null 2>&1; do
+until virsh -q -c qemu:///system list >/dev/null 2>&1; do
 	i=$((i + 1))
 	if [ "$i" -ge 60 ]; then
 		echo "start-libvirtd: libvirtd did not answer on qemu:///system within 30 s" >&2
