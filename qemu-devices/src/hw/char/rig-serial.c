@@ -417,6 +417,12 @@ static void rig_stop_work(CPUState *cpu, run_on_cpu_data unused)
 {
     CPUState *self = current_cpu;
 
+    /*
+     * A timer due at this very instant may or may not have run yet: the
+     * main loop runs virtual timers whenever it gets the BQL.  Run them
+     * now, so that the saved state does not depend on when that was.
+     */
+    qemu_clock_run_timers(QEMU_CLOCK_VIRTUAL);
     current_cpu = NULL;
     vm_stop(RUN_STATE_PAUSED);
     current_cpu = self;
