@@ -46,6 +46,10 @@
  *   rig.side=PATH     side channel device (default /dev/ttyS1)
  *   rigprintk.NAME=V  parameters of the test module, which init loads from
  *                     /lib/modules/rigprintk.ko at start when it is there
+ *   rig.snapshot=1    stop the VM once the side channel is open, before the
+ *                     module loads (the rig saves it there), and on resuming
+ *                     append the fw_cfg file opt/rig/args to the parameters
+ *                     read so far: each restore of the saved VM is a scenario
  *
  * Before the run ends, init asks the module to wait until every console has
  * printed everything: on the patched kernel the consoles print from threads,
@@ -57,6 +61,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -380,6 +385,93 @@ static ssize_t read_file(const char *path, char *buf, size_t size)
 	return n < 0 ? -1 : (ssize_t)used;
 }
 
+/* QEMU's fw_cfg through its I/O ports (no CONFIG_FW_CFG_SYSFS needed). */
+#define FW_CFG_PORT_SEL 0x510
+#define FW_CFG_PORT_DATA 0x511
+#define FW_CFG_SIGNATURE 0x0000
+#define FW_CFG_FILE_DIR 0x0019
+/* "SNAP" on the marker port: rig-serial's stop-marker property (rig/snapshot.py). */
+#define SNAPSHOT_STOP_MARKER 0x534e4150
+#define SNAPSHOT_ARGS_FILE "opt/rig/args"
+
+struct fw_cfg_file {
+	uint32_t size;		/* big-endian, like select */
+	uint16_t select;
+	uint16_t reserved;
+	char name[56];
+};
+
+static void fw_cfg_read(void *buf, size_t len)
+{
+	unsigned char *p = buf;
+
+	while (len--)
+		*p++ = inb(FW_CFG_PORT_DATA);
+}
+
+/*
+ * Contents of fw_cfg file NAME into out (NUL-terminated); its length, or -1.
+ * Looked up by name each time: selectors depend on the file set of the QEMU
+ * process that runs now, which after a restore is not the one that booted.
+ */
+static long fw_cfg_file(const char *name, char *out, size_t outlen)
+{
+	struct fw_cfg_file f;
+	uint32_t count;
+	char sig[4];
+
+	if (ioperm(FW_CFG_PORT_SEL, 2, 1) != 0)
+		return -1;
+	outw(FW_CFG_SIGNATURE, FW_CFG_PORT_SEL);
+	fw_cfg_read(sig, sizeof(sig));
+	if (memcmp(sig, "QEMU", 4) != 0)
+		return -1;
+	outw(FW_CFG_FILE_DIR, FW_CFG_PORT_SEL);
+	fw_cfg_read(&count, sizeof(count));
+	for (count = be32toh(count); count > 0; count--) {
+		size_t n;
+
+		fw_cfg_read(&f, sizeof(f));
+		if (strncmp(f.name, name, sizeof(f.name)) != 0)
+			continue;
+		n = be32toh(f.size);
+		if (n >= outlen)
+			n = outlen - 1;
+		outw(be16toh(f.select), FW_CFG_PORT_SEL);
+		fw_cfg_read(out, n);
+		out[n] = '\0';
+		return n;
+	}
+	return -1;
+}
+
+/*
+ * rig.snapshot=1: the rig saves the VM at this stop and restores it once
+ * per scenario. Nothing of the scenario has happened yet: the module is not
+ * loaded and the side channel carries nothing. A restored run continues
+ * here and takes its rig.* and rigprintk.* parameters from fw_cfg; the
+ * boot's own (/proc/cmdline) hold none of those, so appending them is safe.
+ */
+static void snapshot_point(void)
+{
+	char args[CMDLINE_MAX];
+	size_t used;
+	long n;
+
+	if (!flag("snapshot"))
+		return;
+	marker(SNAPSHOT_STOP_MARKER);
+	n = fw_cfg_file(SNAPSHOT_ARGS_FILE, args, sizeof(args));
+	if (n < 0) {
+		say("snapshot: no fw_cfg file %s, running with the boot's parameters",
+		    SNAPSHOT_ARGS_FILE);
+		return;
+	}
+	used = strcspn(cmdline, "\n");
+	snprintf(cmdline + used, sizeof(cmdline) - used, " %s", args);
+	say("restored: %ld bytes of parameters", n);
+}
+
 /* Load the test module with the rigprintk.* parameters of the command line. */
 static void load_module(void)
 {
@@ -691,6 +783,7 @@ int main(void)
 	read_cmdline();
 	say("start");
 	open_side_channel();
+	snapshot_point();
 	load_module();
 
 	if (!param("steps", steps, sizeof(steps)))
