@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Callable, Dict, List, Optional, Tuple
 
-from rig import backend, bundle, logparse, paths
+from rig import backend, bundle, logparse, paths, snapshot
 from rig.build import artifacts
 from rig.machine import BootResult, Phase, default_phases, warm_reset_phases
 from rig.qemu_argv import MachineConfig
@@ -45,6 +45,9 @@ class BootRequest:
     name: str = "boot"
     run_dir: Optional[Path] = None
     initramfs: str = ""           # "" the standard one, "bench" rig bench's (rig.build.initramfs)
+    # Start from a saved VM at init's snapshot point instead of booting
+    # (rig/snapshot.py), where the boot allows it.
+    snapshot: bool = False
 
 
 def new_run_dir(name: str, flavor: str) -> Path:
@@ -84,6 +87,11 @@ def device_triggers(req: BootRequest) -> BootRequest:
     return replace(req, qmp_when=None, uart_props=props)
 
 
+def slowness(req: BootRequest) -> float:
+    """Phase timeouts are stretched this much (virtual time under -icount)."""
+    return 4.0 if req.deterministic else 1.0
+
+
 def machine_plan(req: BootRequest, qemu: Path, kernel: Path, initrd: Path, run_dir: Path,
                  accel: str) -> Tuple[MachineConfig, List[Phase], Optional[Callable]]:
     """The QEMU configuration, the phases and the phase hook of one boot."""
@@ -92,7 +100,7 @@ def machine_plan(req: BootRequest, qemu: Path, kernel: Path, initrd: Path, run_d
                         accel=accel, deterministic=req.deterministic,
                         icount_shift=req.icount_shift, baud_model=req.baud_model,
                         uart_props=req.uart_props, warm_reset=req.warm_reset)
-    slow = 4.0 if req.deterministic else 1.0
+    slow = slowness(req)
     phases = (warm_reset_phases if req.warm_reset else default_phases)(req.init_timeout_s, slow)
     on_phase = None
     if req.qmp_when is not None:
@@ -116,9 +124,21 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
     cfg, phases, on_phase = machine_plan(
         req, qemu.path("qemu-system-x86_64"), kernel.path("bzImage"),
         initrd.path("initramfs"), run_dir, accel)
-    machine = backend.make_machine(cfg, phases, live=live, on_phase=on_phase)
+    inputs = {}
+    prelude = None
+    restorable = req.snapshot and snapshot.why_not(req, backend.selected()) is None
+    if restorable:
+        snap = artifacts.Artifact(snapshot.template(
+            req.flavor, cfg, {"qemu": qemu["key"], "kernel": kernel["key"],
+                              "initramfs": initrd["key"]}, slowness(req)))
+        cfg, phases, prelude = snapshot.restore_plan(Path(snap["dir"]), cfg, phases)
+        inputs["snapshot"] = bundle.input_entry(
+            snap, "vmstate", "any boot of the same request with the snapshot option "
+            "rebuilds it; the saved bytes differ from build to build, the evidence should not")
+    machine = backend.make_machine(cfg, phases, live=live, on_phase=on_phase,
+                                   **({"prelude": prelude} if prelude else {}))
     run_dir.mkdir(parents=True, exist_ok=True)
-    bundle.write(run_dir, req, cfg, machine.argv, {
+    bundle.write(run_dir, req, cfg, machine.argv, {**inputs,
         "qemu": bundle.input_entry(qemu, "qemu-system-x86_64",
                                    bundle.rebuild_command(req.flavor, "qemu")),
         "kernel": bundle.input_entry(kernel, "bzImage",
@@ -144,6 +164,7 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
         "deterministic": req.deterministic,
         "icount_shift": req.icount_shift if req.deterministic else None,
         "baud_model": req.baud_model,
+        "snapshot": inputs["snapshot"]["key"] if restorable else None,
         "kernel": {"release": kernel["outputs"]["kernel_release"],
                    "source": kernel["outputs"]["source_version"],
                    "patches": kernel["outputs"]["patches"], "cache_key": kernel["key"]},

@@ -65,7 +65,7 @@ def cmd_boot(args) -> int:
                       deterministic=args.deterministic, icount_shift=args.icount_shift,
                       baud_model=not args.no_baud_model,
                       init_timeout_s=args.init_timeout,
-                      name=args.name)
+                      name=args.name, snapshot=args.snapshot)
     live = None if args.quiet else sys.stdout.buffer
     print(f"[boot] {args.flavor} kernel, {args.smp} vCPUs, accel {args.accel}", flush=True)
     result = boot(req, live=live)
@@ -211,6 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="what starts QEMU (default direct; libvirt: a transient domain)")
     bo.add_argument("--libvirt-uri", action="append", metavar="URI",
                     help="libvirt URI (default qemu:///system)")
+    bo.add_argument("--snapshot", action="store_true",
+                    help="start from the VM saved at init's snapshot point (built once per "
+                         "machine and boot parameters) instead of booting")
     bo.add_argument("--name", default="boot", help="name part of the run directory")
     bo.add_argument("--quiet", action="store_true", help="do not print the console live")
     bo.set_defaults(func=cmd_boot)

@@ -11,6 +11,10 @@ console pattern and bounded by its own timeout:
     init      until rig-init says "rig-init: end status=N"
     exit      until QEMU exits
 
+A boot restored from a snapshot (rig/snapshot.py) has a "restore" phase
+instead of firmware and kernel: its prelude loads the saved VM over QMP and
+runs it.
+
 A warm-reset boot (S10's ramoops read-back) panics on purpose: its "panic"
 phase ends with the panic banner, and the boot after the reset goes through
 firmware, kernel and init again before QEMU exits.
@@ -131,8 +135,11 @@ class Machine:
 
     def __init__(self, cfg: MachineConfig, phases: List[Phase], live: Optional[IO] = None,
                  on_phase: Optional[Callable[["Machine", str], None]] = None,
-                 argv: Optional[List[str]] = None):
+                 argv: Optional[List[str]] = None,
+                 prelude: Optional[Callable[["Machine"], None]] = None):
         self.cfg = cfg
+        # Run once QMP is up, before the phases (a snapshot restore); raises QMPError.
+        self.prelude = prelude
         # Called after each phase that ended by its pattern, in the harness
         # thread, so it may use self.qmp (for example to arm a trigger).
         self.on_phase = on_phase
@@ -249,6 +256,16 @@ class Machine:
             results.append(PhaseResult("qemu", f"failed: {e}", round(time.monotonic() - t0, 3)))
             self.qmp = None
         pending = list(self.phases) if self.qmp is not None and self.child.isalive() else []
+        if pending and self.prelude is not None:
+            start = time.monotonic()
+            try:
+                self.prelude(self)
+                results.append(PhaseResult("restore", "matched",
+                                           round(time.monotonic() - start, 3)))
+            except QMPError as e:
+                results.append(PhaseResult("restore", f"failed: {e}",
+                                           round(time.monotonic() - start, 3)))
+                hung, last, pending = "restore", "restore", []
         finished = False
         while pending:
             phase = pending.pop(0)
@@ -288,6 +305,8 @@ class Machine:
         console = self.cfg.console_log.read_bytes() if self.cfg.console_log.exists() else b""
         oc = outcome_mod.classify(status, sig, hung, last, events,
                                   console.decode("utf-8", "replace"))
+        if hung == "restore":
+            oc.detail += f"; {results[-1].ended_by}"
         if oc.cls in ("hang", "qemu-crash", "panic") or hung:
             oc.detail += "; last console lines:\n" + last_lines(self.cfg.console_log)
         if oc.cls == "qemu-crash":

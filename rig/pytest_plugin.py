@@ -38,6 +38,10 @@ def pytest_addoption(parser):
     group.addoption("--libvirt-uri", action="append", metavar="URI",
                     help="libvirt URI for --backend libvirt (default qemu:///system); "
                          "repeat it to spread xdist workers over several hosts")
+    group.addoption("--snapshot", choices=["on", "off"], default="on",
+                    help="start the scenarios' boots from a VM saved at init's snapshot "
+                         "point where they allow it (on, the default; README, Snapshot "
+                         "restore), or boot each one (off)")
     group.addoption("--keep-runs", action="store_true",
                     help="keep the run directories of passing scenarios too (failing ones "
                          "are always kept)")

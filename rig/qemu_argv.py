@@ -11,6 +11,8 @@ from rig import paths
 BASE_CMDLINE = ("console=ttyS0,115200 panic=-1 printk.devkmsg=on "
                 "rig.side=/dev/ttyS1")
 ISA_DEBUG_EXIT = "isa-debug-exit,iobase=0xf4,iosize=0x04"
+# fw_cfg file init reads the scenario's parameters from after a restore (rig/snapshot.py).
+SNAPSHOT_ARGS_FILE = "opt/rig/args"
 # ttyS0: the instrumented UART (qemu-devices/); ttyS1: a stock 16550A.
 CONSOLE_UART = "rig-serial,id=uart0,chardev=con0,index=0,iobase=0x3f8,irq=4,log={log}"
 CONSOLE_UART_QOM = "/machine/peripheral/uart0"   # for qom-set of its NMI trigger
@@ -38,6 +40,11 @@ class MachineConfig:
     uart_props: Dict[str, str] = field(default_factory=dict)  # more rig-serial properties
     warm_reset: bool = False    # let a guest reboot reset the machine instead of ending QEMU
     extra_args: List[str] = field(default_factory=list)
+    # Snapshot restore (rig/snapshot.py): the saved VM to load instead of
+    # booting (the logs are then appended to), and the file of parameters
+    # init reads from fw_cfg.
+    restore: str = ""
+    fw_cfg_args: str = ""
 
     @property
     def console_log(self) -> Path:
@@ -81,11 +88,13 @@ def build_argv(cfg: MachineConfig, firmware_dirs: Sequence[Path] = paths.FIRMWAR
         "-M", "pc", "-accel", cfg.accel, "-cpu", "qemu64" if cfg.accel == "tcg" else "host",
         "-smp", str(cfg.smp), "-m", f"{cfg.memory_mb}M",
         "-nodefaults", "-no-user-config", "-display", "none", "-vga", "none",
-        "-chardev", f"stdio,id=con0,signal=off,logfile={cfg.console_log},logappend=off",
+        "-chardev", f"stdio,id=con0,signal=off,logfile={cfg.console_log},"
+        f"logappend={'on' if cfg.restore else 'off'}",
         "-device", CONSOLE_UART.format(log=cfg.uart_log) +
         ("" if cfg.baud_model else ",baud-model=off") +
+        (",log-append=on" if cfg.restore else "") +
         "".join(f",{k}={v}" for k, v in sorted(cfg.uart_props.items())),
-        "-chardev", f"file,id=side0,path={cfg.side_log}",
+        "-chardev", f"file,id=side0,path={cfg.side_log}" + (",append=on" if cfg.restore else ""),
         "-device", SIDE_UART,
         "-device", ISA_DEBUG_EXIT,
         "-device", "pvpanic",
@@ -98,4 +107,8 @@ def build_argv(cfg: MachineConfig, firmware_dirs: Sequence[Path] = paths.FIRMWAR
         argv.append("-no-reboot")
     if cfg.deterministic:
         argv += [a.format(shift=cfg.icount_shift) for a in DETERMINISTIC_ARGS]
+    if cfg.fw_cfg_args:
+        argv += ["-fw_cfg", f"name={SNAPSHOT_ARGS_FILE},file={cfg.fw_cfg_args}"]
+    if cfg.restore:
+        argv += ["-incoming", "defer"]
     return argv + list(cfg.extra_args)

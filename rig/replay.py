@@ -3,7 +3,8 @@
 The inputs come from where the bundle says they were, or from the build
 cache under their step and key, and must have the recorded sha256; the QEMU
 command line is the recorded one with only the paths of the new run
-directory and of the inputs substituted. Then every evidence file must be
+directory and of the inputs substituted. A run restored from a snapshot
+is replayed from the same saved VM (an input like the others). Then every evidence file must be
 byte-identical, and the first difference is named: the byte offset, and the
 console line or the register-log record it falls in.
 
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from rig import bundle, paths
+from rig import bundle, paths, snapshot
 from rig.boot import BootRequest, guest_time_of, machine_plan, new_run_dir
 from rig.build.cache import sha256_file
 from rig.machine import Machine, Phase
@@ -130,6 +131,10 @@ def replay(where: Path, gdb_port: Optional[int] = None, live=None, out=None) -> 
     cfg, phases, on_phase = machine_plan(req, inputs["qemu"], inputs["kernel"],
                                          inputs["initramfs"], run_dir,
                                          b["machine"].get("accel", "tcg"))
+    prelude = None
+    if "snapshot" in inputs:
+        # A restored run: the same saved VM (by sha256), its logs as prefixes.
+        cfg, phases, prelude = snapshot.restore_plan(inputs["snapshot"].parent, cfg, phases)
     # Most specific first: the QMP socket may lie inside the old run directory.
     mapping = {b["qmp_socket"]: str(cfg.qmp_socket)}
     mapping.update({b["inputs"][r]["path"]: str(p) for r, p in inputs.items()})
@@ -146,7 +151,7 @@ def replay(where: Path, gdb_port: Optional[int] = None, live=None, out=None) -> 
     if not b.get("determinism"):
         print("[replay] note: the run was not deterministic (no -icount): its evidence "
               "is not expected to repeat byte for byte", file=out)
-    machine = Machine(cfg, phases, live=live, on_phase=on_phase, argv=argv)
+    machine = Machine(cfg, phases, live=live, on_phase=on_phase, argv=argv, prelude=prelude)
     bundle.write(run_dir, req, cfg, argv, {r: dict(b["inputs"][r], path=str(p))
                                            for r, p in inputs.items()})
     with machine as m:

@@ -56,6 +56,19 @@ def test_replay_of_a_panic_run_is_byte_identical(panic_run, capsys):
     assert "IDENTICAL: 3 of 3 evidence files" in out and "replayed panic" in out
 
 
+def test_replay_of_a_restored_panic_run_is_byte_identical(tmp_path, capsys):
+    """The scenarios start from a snapshot: the saved VM is one more input."""
+    d = tmp_path / "restored"
+    result = boot(BootRequest(flavor="patched", name="replay-restored", cmdline=PANIC_IN_NMI,
+                              deterministic=True, snapshot=True, run_dir=d))
+    assert result.outcome.cls == "panic", result.outcome.detail
+    assert "snapshot" in bundle.load(d)["inputs"]
+    rc = replay.replay(d)
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "IDENTICAL: 3 of 3 evidence files" in out and "replayed panic" in out
+
+
 def test_replay_names_the_first_difference_of_a_changed_bundle(panic_run, tmp_path, capsys):
     copy = tmp_path / "copy"
     shutil.copytree(panic_run, copy)
