@@ -35,13 +35,26 @@ def process_gone(pid: int) -> bool:
         return True
 
 
+# A boot waits for the host lock (rig/hostshare.py) before QEMU starts: up to
+# a whole real-time scenario or libvirt boot of another worker. Bounds on the
+# guest's progress start when QEMU does, never before.
+HOST_LOCK_WAIT_S = 1800
+HANG_STEP_S = 60        # QEMU start to rig-init's hang step
+
+
+def wait_for_qemu(runs: Path) -> Path:
+    """Wait until the one boot under runs/ has started QEMU; its run directory."""
+    wait_for(lambda: any(runs.glob("*/qemu.pid")), HOST_LOCK_WAIT_S,
+             f"a boot under {runs} to start QEMU (the host lock)")
+    return next(runs.glob("*/qemu.pid")).parent
+
+
 def wait_for_hang_step(runs: Path) -> int:
     """Wait until the one boot under runs/ reached rig-init's hang step; its QEMU pid."""
-    def running():
-        dirs = list(runs.glob("*/qemu.pid"))
-        return bool(dirs) and console_has(dirs[0].parent, b"step hang")
-    wait_for(running, 60, "QEMU to reach the hang step")
-    return int(next(runs.glob("*/qemu.pid")).read_text())
+    run_dir = wait_for_qemu(runs)
+    wait_for(lambda: console_has(run_dir, b"step hang"), HANG_STEP_S,
+             f"QEMU to reach the hang step ({run_dir})")
+    return int((run_dir / "qemu.pid").read_text())
 
 
 def boot_and_signal_qemu(name: str, flavor: str, sig: int) -> BootResult:
@@ -49,12 +62,14 @@ def boot_and_signal_qemu(name: str, flavor: str, sig: int) -> BootResult:
     run_dir = new_run_dir(name, flavor)
 
     def signal_qemu():
-        wait_for(lambda: console_has(run_dir, b"step hang"), 60, "the hang step")
+        wait_for(lambda: (run_dir / "qemu.pid").exists(), HOST_LOCK_WAIT_S,
+                 "QEMU to start (the host lock)")
+        wait_for(lambda: console_has(run_dir, b"step hang"), HANG_STEP_S, "the hang step")
         os.kill(int((run_dir / "qemu.pid").read_text()), sig)
 
     t = threading.Thread(target=signal_qemu, daemon=True)
     t.start()
-    res = boot(BootRequest(flavor=flavor, cmdline="rig.hang=1", init_timeout_s=60,
+    res = boot(BootRequest(flavor=flavor, cmdline="rig.hang=1", init_timeout_s=HANG_STEP_S + 60,
                            run_dir=run_dir))
     t.join(5)
     return res

@@ -15,6 +15,7 @@ import pytest
 from rig import bundle, paths, replay
 from rig.boot import BootRequest, boot
 from rig.rigprintk import cmdline, mask
+from rig.tests.helpers import HOST_LOCK_WAIT_S
 
 pytestmark = pytest.mark.boots
 
@@ -115,8 +116,10 @@ def test_replay_with_gdb_stops_for_gdb_which_breaks_on_panic(panic_run, tmp_path
         hint = rig.stdout.readline()
         assert "attach with" in hint, hint
         vmlinux = rig.stdout.readline().split()[1]
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:       # until the stub listens
+        # The stub listens once QEMU runs, which may wait for the host lock
+        # (another worker's real-time boot): wait while the replay lives.
+        deadline = time.monotonic() + HOST_LOCK_WAIT_S
+        while time.monotonic() < deadline and rig.poll() is None:
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
