@@ -51,6 +51,7 @@ def test_nmi_error_reaches_the_wire_ahead_of_the_backlog(rig_run):
         f"{len(set(flood))} distinct ({ev.where()})")
 
 
+@pytest.mark.deterministic
 def test_vanilla_runs_the_module_and_prints_in_the_callers_context(rig_run):
     ev = rig_run("vanilla", "nmi-backlog", "run", **BACKLOG)
     tagged = ev.tagged("nmi-backlog")
@@ -106,6 +107,7 @@ def test_nmi_on_the_writing_cpu_defers_its_record_without_loss(rig_run, flavor, 
 
 # --- legacy consoles are printed by the printer thread -------------------------------
 
+@pytest.mark.deterministic
 def test_legacy_console_is_printed_by_the_printer_thread(rig_run, flavor, lacks):
     lacks("vanilla", "legacy consoles are printed in the printk() caller's context "
                      "(6.12 has the legacy printer thread only on PREEMPT_RT)")
@@ -130,6 +132,7 @@ def test_legacy_console_is_printed_by_the_printer_thread(rig_run, flavor, lacks)
 DELAY_MS = 40
 
 
+@pytest.mark.deterministic
 def test_timestamp_is_the_time_of_the_call(rig_run, flavor, like):
     ev = rig_run(flavor, "stamp", "printk,run,kmsg",
                    extra=f"rig.printk_delay={DELAY_MS}", flood_count=5, flood_cpus=mask([0]),

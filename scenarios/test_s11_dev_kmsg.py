@@ -47,8 +47,10 @@ def kmsg_runs() -> Dict[str, object]:
 @pytest.fixture
 def obs(rig_run, flavor, kmsg_runs):
     """One kmsgtest boot per flavor, shared by the S11 tests."""
+    # Deterministic, to share the host with the other deterministic boots;
+    # not golden-compared: whichever test comes first boots it.
     if flavor not in kmsg_runs:
-        ev = rig_run(flavor, "S11", "kmsgtest")
+        ev = rig_run(flavor, "S11", "kmsgtest", deterministic=True)
         kmsg_runs[flavor] = (ev, observations(ev, "kmsgtest"))
     return kmsg_runs[flavor]
 

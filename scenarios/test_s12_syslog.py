@@ -77,8 +77,10 @@ def syslog_runs() -> Dict[str, object]:
 @pytest.fixture
 def syslog(rig_run, flavor, syslog_runs):
     """One syslogtest boot per flavor, shared by the S12 tests."""
+    # Deterministic, to share the host with the other deterministic boots;
+    # not golden-compared: whichever test comes first boots it.
     if flavor not in syslog_runs:
-        ev = rig_run(flavor, "S12", "syslogtest")
+        ev = rig_run(flavor, "S12", "syslogtest", deterministic=True)
         syslog_runs[flavor] = (ev,) + parse_syslogtest(ev.side.section("syslogtest"))
     return syslog_runs[flavor]
 
