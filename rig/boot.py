@@ -135,8 +135,7 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
         inputs["snapshot"] = bundle.input_entry(
             snap, "vmstate", "any boot of the same request with the snapshot option "
             "rebuilds it; the saved bytes differ from build to build, the evidence should not")
-    machine = backend.make_machine(cfg, phases, live=live, on_phase=on_phase,
-                                   **({"prelude": prelude} if prelude else {}))
+    machine = backend.make_machine(cfg, phases, live=live, on_phase=on_phase, prelude=prelude)
     run_dir.mkdir(parents=True, exist_ok=True)
     bundle.write(run_dir, req, cfg, machine.argv, {**inputs,
         "qemu": bundle.input_entry(qemu, "qemu-system-x86_64",
