@@ -170,11 +170,15 @@ def test_nmi_trigger_fires_after_byte_n_of_a_marked_line():
 
 
 def test_nmi_trigger_lands_identically_on_10_deterministic_runs():
+    # The runs restore one snapshot (the trigger is armed over QMP after the
+    # load): 10 boots took 100 s. That a deterministic boot repeats itself up
+    # to there is test_snapshot's rebuilt-template test, and test_replay's.
     seen = []
     for n in range(10):
         res = boot(BootRequest(flavor="vanilla", cmdline="rig.steps=line,sleep rig.sleep_ms=200",
                                uart_props=NMI_AT_LINE, deterministic=True, baud_model=False,
-                               name=f"uart-nmi-det{n}"))
+                               snapshot=True, name=f"uart-nmi-det{n}"))
+        assert res.summary["snapshot"], "the run did not restore the snapshot"
         assert res.outcome.cls == "clean", res.outcome.detail
         log = uartlog.read(res.run_dir / "uart.log")
         nmi = assert_fired_at_byte_100(log, nmi_indexes(log)[0])
