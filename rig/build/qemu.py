@@ -6,6 +6,8 @@ Only the x86_64 softmmu binary is built, with TCG (and KVM, used only after a
 probe boot succeeds).
 """
 import functools
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -27,16 +29,51 @@ CONFIGURE_FLAGS = [
 NINJA_TARGET = "qemu-system-x86_64"
 
 
+APT_STATE = [Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"),
+             Path("/var/lib/apt/lists")]
+
+
+def apt_state() -> str:
+    """What apt's answer depends on: its sources and package lists (path,
+    size, mtime of each file)."""
+    files = []
+    for p in APT_STATE:
+        files += sorted(f for f in p.iterdir() if f.is_file()) if p.is_dir() else [p]
+    h = hashlib.sha256()
+    for f in files:
+        try:
+            st = f.stat()
+        except FileNotFoundError:
+            continue
+        h.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
 @functools.lru_cache(maxsize=None)
 def source_release() -> Tuple[str, str]:
     """(version, dsc sha256) of the QEMU source apt would fetch now.
 
-    Falls back to a source already in the cache when apt cannot say (offline)."""
+    Every boot checks the QEMU step's inputs, and apt-get takes about a
+    second: the answer is kept per process, and in the cache for as long as
+    apt's sources and lists are unchanged. Falls back to a source already in
+    the cache when apt cannot say (offline)."""
+    memo, state = src_root() / "release.json", apt_state()
+    try:
+        known = json.loads(memo.read_text())
+        if known["apt_state"] == state:
+            return known["version"], known["dsc_sha256"]
+    except (OSError, ValueError, KeyError):
+        pass
     res = subprocess.run(["apt-get", "source", "--print-uris", "-qq", paths.QEMU_SOURCE_PKG],
                          capture_output=True, text=True)
     for line in res.stdout.splitlines():
         m = re.match(r"^'\S+' (qemu_(\S+)\.dsc) \d+ SHA256:([0-9a-f]+)", line)
         if m:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            tmp = memo.with_name(f".{memo.name}.{os.getpid()}")
+            tmp.write_text(json.dumps({"apt_state": state, "version": m.group(2),
+                                       "dsc_sha256": m.group(3)}) + "\n")
+            tmp.replace(memo)
             return m.group(2), m.group(3)
     cached = sorted(src_root().glob("qemu_*.dsc"))
     if cached:
