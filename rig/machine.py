@@ -202,7 +202,8 @@ class Machine:
 
     def __enter__(self) -> "Machine":
         with contextlib.ExitStack() as stack:
-            stack.enter_context(hostshare.hold(alone=not self.cfg.deterministic))
+            stack.enter_context(hostshare.hold(alone=not self.cfg.deterministic,
+                                                what=self.cfg.run_dir.name))
             self.start()
             self._host = stack.pop_all()    # held until __exit__; released if start fails
         return self

@@ -214,7 +214,7 @@ def compile_tree(label: str, make: List[str], log: Path, expected_cmds: Optional
     gate's, the series check's) would otherwise stretch the real-time boots
     of the other worker past their timeouts."""
     print(f"[{label}] compiling with -j{os.cpu_count()} (log: {log})", flush=True)
-    with hostshare.hold(alone=True):
+    with hostshare.hold(alone=True, what=f"{label} kernel build"):
         run_logged(label, make + [f"-j{os.cpu_count()}", "all"], log, env=kbuild_env(),
                    progress=kbuild_progress(expected_cmds))
 
