@@ -69,11 +69,14 @@ def source_release() -> Tuple[str, str]:
     for line in res.stdout.splitlines():
         m = re.match(r"^'\S+' (qemu_(\S+)\.dsc) \d+ SHA256:([0-9a-f]+)", line)
         if m:
-            memo.parent.mkdir(parents=True, exist_ok=True)
-            tmp = memo.with_name(f".{memo.name}.{os.getpid()}")
-            tmp.write_text(json.dumps({"apt_state": state, "version": m.group(2),
-                                       "dsc_sha256": m.group(3)}) + "\n")
-            tmp.replace(memo)
+            try:                    # a memo only: a read-only cache asks apt each time
+                memo.parent.mkdir(parents=True, exist_ok=True)
+                tmp = memo.with_name(f".{memo.name}.{os.getpid()}")
+                tmp.write_text(json.dumps({"apt_state": state, "version": m.group(2),
+                                           "dsc_sha256": m.group(3)}) + "\n")
+                tmp.replace(memo)
+            except OSError:
+                pass
             return m.group(2), m.group(3)
     cached = sorted(src_root().glob("qemu_*.dsc"))
     if cached:

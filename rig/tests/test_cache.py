@@ -129,3 +129,31 @@ def test_missing_artifact_says_what_to_run(tmp_cache):
         artifacts.kernel("patched")
     with pytest.raises(BuildError, match=r"initramfs is not built .*run `make initramfs`"):
         artifacts.initramfs("vanilla")
+
+
+def test_qemu_source_release_is_asked_of_apt_again_only_when_its_lists_change(
+        tmp_path, monkeypatch):
+    import subprocess
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    (lists / "deb.debian.org_Sources").write_text("1")
+    monkeypatch.setattr(qemu, "APT_STATE", [lists])
+    monkeypatch.setattr(qemu, "src_root", lambda: tmp_path / "src")
+    asked = []
+
+    def apt(argv, **_):
+        asked.append(argv)
+        return subprocess.CompletedProcess(argv, 0, stderr="", stdout=(
+            "'http://deb.debian.org/qemu_7.2+dfsg-7.dsc' qemu_7.2+dfsg-7.dsc 123 SHA256:ab12\n"))
+    monkeypatch.setattr(qemu.subprocess, "run", apt)
+    try:
+        for _ in range(2):                   # a new process each time: the memo answers
+            qemu.source_release.cache_clear()
+            assert qemu.source_release() == ("7.2+dfsg-7", "ab12")
+        assert len(asked) == 1
+        (lists / "deb.debian.org_Sources").write_text("22")     # apt-get update
+        qemu.source_release.cache_clear()
+        qemu.source_release()
+        assert len(asked) == 2
+    finally:
+        qemu.source_release.cache_clear()
