@@ -49,27 +49,28 @@ def wait_for_qemu(runs: Path) -> Path:
     return next(runs.glob("*/qemu.pid")).parent
 
 
-def wait_for_hang_step(runs: Path) -> int:
-    """Wait until the one boot under runs/ reached rig-init's hang step; its QEMU pid."""
-    run_dir = wait_for_qemu(runs)
+def wait_for_hang_step_of(run_dir: Path) -> int:
+    """Wait until the boot in run_dir started QEMU and reached rig-init's hang
+    step; its QEMU pid."""
+    wait_for(lambda: (run_dir / "qemu.pid").exists(), HOST_LOCK_WAIT_S,
+             f"QEMU to start in {run_dir} (the host lock)")
     wait_for(lambda: console_has(run_dir, b"step hang"), HANG_STEP_S,
              f"QEMU to reach the hang step ({run_dir})")
     return int((run_dir / "qemu.pid").read_text())
 
 
+def wait_for_hang_step(runs: Path) -> int:
+    """Wait until the one boot under runs/ reached rig-init's hang step; its QEMU pid."""
+    return wait_for_hang_step_of(wait_for_qemu(runs))
+
+
 def boot_and_signal_qemu(name: str, flavor: str, sig: int) -> BootResult:
     """Boot into rig-init's hang step, then send QEMU sig from outside the harness."""
     run_dir = new_run_dir(name, flavor)
-
-    def signal_qemu():
-        wait_for(lambda: (run_dir / "qemu.pid").exists(), HOST_LOCK_WAIT_S,
-                 "QEMU to start (the host lock)")
-        wait_for(lambda: console_has(run_dir, b"step hang"), HANG_STEP_S, "the hang step")
-        os.kill(int((run_dir / "qemu.pid").read_text()), sig)
-
-    t = threading.Thread(target=signal_qemu, daemon=True)
+    t = threading.Thread(target=lambda: os.kill(wait_for_hang_step_of(run_dir), sig),
+                         daemon=True)
     t.start()
-    res = boot(BootRequest(flavor=flavor, cmdline="rig.hang=1", init_timeout_s=HANG_STEP_S + 60,
+    res = boot(BootRequest(flavor=flavor, cmdline="rig.hang=1", init_timeout_s=HANG_STEP_S,
                            run_dir=run_dir))
     t.join(5)
     return res

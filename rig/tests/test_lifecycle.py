@@ -77,11 +77,11 @@ def test_killing_the_harness_mid_boot_leaves_no_qemu(tmp_path, sig):
         assert not process_gone(qemu_pid)
         harness.send_signal(sig)
         try:
-            harness.wait(timeout=30)
+            harness.wait(timeout=20)
         except subprocess.TimeoutExpired:
             harness.send_signal(signal.SIGABRT)
             harness.wait(timeout=10)
-            raise AssertionError(f"the harness still ran 30 s after {sig!r}; its stderr:\n"
+            raise AssertionError(f"the harness still ran 20 s after {sig!r}; its stderr:\n"
                                  f"{stderr_path.read_text(errors='replace')[-4000:]}") from None
         wait_for(lambda: process_gone(qemu_pid), 10, f"QEMU pid {qemu_pid} to go after {sig!r}")
     finally:
