@@ -31,7 +31,10 @@
  *
  * Markers (32-bit writes to the UART's marker port) are
  *   MARK_RUN_BEGIN, MARK_RUN_END, MARK_SPIN_BEGIN/END and MARK_SELF_NMI
- *   (written by the spinning CPU with interrupts off), and (phase << 28 | ctx << 24 | seq) with
+ *   (written by the spinning CPU with interrupts off), MARK_DEADLINE (the
+ *   end of the quiet wait after the floods, liveness_ms), MARK_NMI_ENTER and
+ *   MARK_NMI_EXIT (with mark_nmis, around every NMI_LOCAL handler chain:
+ *   the first and the last handler write them), and (phase << 28 | ctx << 24 | seq) with
  *   phase 1 before and 2 after a tagged printk() call, ctx 0 task, 1 irq,
  *   2 nmi; the vCPU is in the log record itself.
  */
@@ -43,6 +46,7 @@
 #include <linux/delay.h>
 #include <linux/io.h>
 #include <linux/irq_work.h>
+#include <linux/kdebug.h>
 #include <linux/kmsg_dump.h>
 #include <linux/kthread.h>
 #include <linux/module.h>
@@ -54,6 +58,7 @@
 #include <linux/slab.h>
 #include <linux/smp.h>
 #include <linux/sort.h>
+#include <linux/sysrq.h>
 #include <linux/vmalloc.h>
 #include <asm/apic.h>
 #include <asm/nmi.h>
@@ -64,6 +69,9 @@
 #define MARK_SPIN_BEGIN		0x50000000
 #define MARK_SPIN_END		0x60000000
 #define MARK_SELF_NMI		0x70000000
+#define MARK_DEADLINE		0x80000000
+#define MARK_NMI_ENTER		0x90000000
+#define MARK_NMI_EXIT		0xa0000000
 #define MARK_BEFORE		1
 #define MARK_AFTER		2
 
@@ -91,6 +99,10 @@ MODULE_PARM_DESC(flood_level, "loglevel of flood records (default 6, INFO)");
 static unsigned int flood_len;
 module_param(flood_len, uint, 0644);
 MODULE_PARM_DESC(flood_len, "padding bytes added to each flood record");
+
+static bool flood_irqsoff;
+module_param(flood_irqsoff, bool, 0644);
+MODULE_PARM_DESC(flood_irqsoff, "flood records are printed with interrupts disabled around each call");
 
 static unsigned int flood_delay_us;
 module_param(flood_delay_us, uint, 0644);
@@ -183,6 +195,30 @@ MODULE_PARM_DESC(markers, "write markers to the UART before and after each tagge
 static bool stamp;
 module_param(stamp, bool, 0644);
 MODULE_PARM_DESC(stamp, "put the time of the call (local_clock() ns) into each tag");
+
+static int sysrq_cpu = -1;
+module_param(sysrq_cpu, int, 0644);
+MODULE_PARM_DESC(sysrq_cpu, "after the floods started, this CPU handles sysrq_key (-1: none)");
+
+static char *sysrq_key = "l";
+module_param(sysrq_key, charp, 0644);
+MODULE_PARM_DESC(sysrq_key, "the sysrq key it handles (default l: backtrace of all CPUs)");
+
+static bool mark_nmis;
+module_param(mark_nmis, bool, 0644);
+MODULE_PARM_DESC(mark_nmis, "at load: write a marker when the NMI_LOCAL handlers start and when they end");
+
+static bool abandon_emergency;
+module_param(abandon_emergency, bool, 0644);
+MODULE_PARM_DESC(abandon_emergency, "at load: before the floods, a thread dies inside the emergency section of its oops");
+
+static int abandon_cpu = -1;
+module_param(abandon_cpu, int, 0644);
+MODULE_PARM_DESC(abandon_cpu, "CPU of that thread (-1: the last online CPU)");
+
+static unsigned int liveness_ms;
+module_param(liveness_ms, uint, 0644);
+MODULE_PARM_DESC(liveness_ms, "after the floods, print nothing for this long, then write MARK_DEADLINE (0: no wait)");
 
 static unsigned int single_level = 8;
 module_param(single_level, uint, 0644);
@@ -307,7 +343,13 @@ static int flood_fn(void *unused)
 	for (i = 0; i < flood_count; i++) {
 		bool emerg = flood_emerg_every && (i % flood_emerg_every) == flood_emerg_every - 1;
 
+		unsigned long flags = 0;
+
+		if (flood_irqsoff)
+			local_irq_save(flags);
 		tagged_printk(emerg ? flood_emerg_level : flood_level, flood_len, &task_timing);
+		if (flood_irqsoff)
+			local_irq_restore(flags);
 		if (flood_delay_us)
 			udelay(flood_delay_us);
 		else if (!(i & 63))
@@ -381,8 +423,19 @@ static void nmi_print(void)
 		tagged_printk(nmi_level, 0, &nmi_timing);
 }
 
+static bool nmi_enter_registered, die_notifier_registered;
+
+/* First of the NMI_LOCAL handlers; rig_nmi_local() comes after the kernel's. */
+static int rig_nmi_enter(unsigned int type, struct pt_regs *regs)
+{
+	mark_always(MARK_NMI_ENTER);
+	return NMI_DONE;
+}
+
 static int rig_nmi_local(unsigned int type, struct pt_regs *regs)
 {
+	if (nmi_enter_registered)
+		mark_always(MARK_NMI_EXIT);
 	if (atomic_read(&crash_nmi_armed) && smp_processor_id() == crash_cpu) {
 		atomic_set(&crash_nmi_armed, 0);
 		if (!strcmp(crash, "panic-nmi")) {
@@ -635,6 +688,82 @@ static int crash_start(void)
 	return 0;
 }
 
+/* ---- an emergency section that is never left ---------------------------------- */
+
+/*
+ * An oops enters an emergency section (oops_enter()) and leaves it in
+ * oops_exit(), before the task dies. An oops inside the oops kills the task
+ * between the two: the die notifier below faults once, on the first oops of
+ * the thread, so the nested oops ends the thread and the outer oops never
+ * reaches oops_exit(). Its CPU stays in an emergency section for good; the
+ * printer threads must not stay parked with it.
+ */
+static atomic_t abandon_armed;
+static void flush_consoles(void);
+
+static bool in_abandon_thread(void)
+{
+	return in_task() && (current->flags & PF_KTHREAD) &&
+	       !strncmp(current->comm, "rigabandon/", 11);
+}
+
+static int abandon_die_notify(struct notifier_block *nb, unsigned long val, void *data)
+{
+	if (val == DIE_OOPS && in_abandon_thread() && atomic_xchg(&abandon_armed, 0))
+		*(volatile int *)NULL = 0;	/* the oops inside the oops */
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block abandon_nb = { .notifier_call = abandon_die_notify };
+
+static int abandon_fn(void *unused)
+{
+	atomic_set(&abandon_armed, 1);
+	*(volatile int *)NULL = 0;
+	return 0;
+}
+
+#define ABANDON_WAIT_MS		5000
+
+static int abandon_start(void)
+{
+	struct task_struct *t;
+	int cpu = abandon_cpu, waited;
+
+	if (!abandon_emergency)
+		return 0;
+	if (cpu < 0)
+		cpu = cpumask_last(cpu_online_mask);
+	if (!cpu_online(cpu))
+		return -EINVAL;
+	t = kthread_create_on_cpu(abandon_fn, NULL, cpu, "rigabandon/%u");
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	/* Once: die_lock stays taken after the nested oops (see above). */
+	abandon_emergency = false;
+	get_task_struct(t);
+	wake_up_process(t);
+	for (waited = 0; !READ_ONCE(t->exit_state) && waited < ABANDON_WAIT_MS; waited += 10)
+		msleep(10);
+	waited = READ_ONCE(t->exit_state) ? 0 : -ETIMEDOUT;
+	put_task_struct(t);
+	if (waited) {
+		pr_err("rigprintk: scen=%s the thread on cpu %d did not die within %u ms\n",
+		       scen, cpu, ABANDON_WAIT_MS);
+		return waited;
+	}
+	/*
+	 * The dying thread's last messages ("note: ... exited with irqs
+	 * disabled") were printed on that CPU, still in its emergency
+	 * section, so that printk() call flushes the consoles itself for as
+	 * long as records keep coming. Let it finish before the floods, or
+	 * it prints them and hides the printers.
+	 */
+	flush_consoles();
+	pr_info("rigprintk: scen=%s cpu %d left an emergency section behind\n", scen, cpu);
+	return 0;
+}
+
 /* ---- the test console (registered early or late) ------------------------------ */
 
 #define CONLOG_SIZE	(512 * 1024)
@@ -815,6 +944,9 @@ static int do_run(void)
 			return ret;
 	}
 	pin_printers(printer_cpu);
+	ret = abandon_start();
+	if (ret)
+		return ret;
 
 	floods = floods_start();
 	if (floods < 0)
@@ -823,6 +955,22 @@ static int do_run(void)
 		wait_for_completion(&floods_done);
 	else if (floods && flood_backlog_ms)
 		msleep(flood_backlog_ms);
+
+	/*
+	 * Nothing prints meanwhile: whatever of the floods reaches the wire
+	 * before the marker was printed by the consoles' own printers.
+	 */
+	if (liveness_ms) {
+		msleep(liveness_ms);
+		mark_always(MARK_DEADLINE);
+	}
+
+	/* The kernel's own handler, as the console's keyboard would call it. */
+	if (sysrq_cpu >= 0 && cpu_online(sysrq_cpu)) {
+		set_cpus_allowed_ptr(current, cpumask_of(sysrq_cpu));
+		handle_sysrq(sysrq_key[0]);
+		set_cpus_allowed_ptr(current, cpu_possible_mask);
+	}
 
 	/* After the floods started: with flood_wait=0, while they queue. */
 	if (single_level < 8)
@@ -883,23 +1031,49 @@ MODULE_PARM_DESC(run, "write 1: run the configured actions, return when done");
 
 /* ---- module ------------------------------------------------------------------------- */
 
+/*
+ * The NMI entry marker and the die notifier are registered only when asked
+ * for at load: code on every NMI or oops path shifts the instruction count
+ * of runs that do not use them, and with it the golden transcripts of
+ * -icount runs.
+ */
 static int __init rigprintk_init(void)
 {
 	int ret;
 
 	memset(pad, 'x', sizeof(pad) - 1);
+	if (mark_nmis) {
+		ret = register_nmi_handler(NMI_LOCAL, rig_nmi_enter, NMI_FLAG_FIRST,
+					   "rigprintk-enter");
+		if (ret)
+			return ret;
+		nmi_enter_registered = true;
+	}
 	ret = register_nmi_handler(NMI_LOCAL, rig_nmi_local, 0, "rigprintk");
 	if (ret)
-		return ret;
+		goto out_enter;
 	ret = register_nmi_handler(NMI_UNKNOWN, rig_nmi_unknown, 0, "rigprintk");
-	if (ret) {
-		unregister_nmi_handler(NMI_LOCAL, "rigprintk");
-		return ret;
+	if (ret)
+		goto out_local;
+	if (abandon_emergency) {
+		ret = register_die_notifier(&abandon_nb);
+		if (ret)
+			goto out_unknown;
+		die_notifier_registered = true;
 	}
 	debug_dir = debugfs_create_dir("rigprintk", NULL);
 	debugfs_create_file("console", 0400, debug_dir, NULL, &conlog_fops);
 	pr_info("rigprintk: loaded, scen=%s\n", scen);
 	return 0;
+
+out_unknown:
+	unregister_nmi_handler(NMI_UNKNOWN, "rigprintk");
+out_local:
+	unregister_nmi_handler(NMI_LOCAL, "rigprintk");
+out_enter:
+	if (nmi_enter_registered)
+		unregister_nmi_handler(NMI_LOCAL, "rigprintk-enter");
+	return ret;
 }
 
 static void __exit rigprintk_exit(void)
@@ -909,8 +1083,12 @@ static void __exit rigprintk_exit(void)
 		vfree(conlog);
 	}
 	debugfs_remove_recursive(debug_dir);
+	if (die_notifier_registered)
+		unregister_die_notifier(&abandon_nb);
 	unregister_nmi_handler(NMI_UNKNOWN, "rigprintk");
 	unregister_nmi_handler(NMI_LOCAL, "rigprintk");
+	if (nmi_enter_registered)
+		unregister_nmi_handler(NMI_LOCAL, "rigprintk-enter");
 }
 
 module_init(rigprintk_init);
