@@ -1,8 +1,12 @@
 """Named properties of the evidence, as assertions whose messages say which
 promise was broken, where in the log, and which run directory holds it."""
 from rig.evidence import Evidence
-from rig.rigprintk import MARK_RUN_BEGIN, Tag
-from rig.wire import foreign_byte, ier_problem, marker
+import re
+
+from rig.rigprintk import (MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_NMI_ENTER,
+                           MARK_NMI_EXIT, MARK_RUN_BEGIN, Tag)
+from rig.wire import (foreign_byte, ier_problem, marker, own_wire_ns, programmed_format,
+                      windows)
 
 
 def assert_immediate(ev: Evidence, line, tag: Tag):
@@ -52,3 +56,80 @@ def assert_contiguous(ev: Evidence, line, cpu: int):
     assert stray is None, (
         f"emergency line from cpu{cpu} interleaved with a byte from vCPU {stray.cpu} "
         f"at log record {stray.seq}: {line.raw!r} ({ev.where()})")
+
+
+def assert_printed_by_deadline(ev: Evidence, tagged, quiet_ms: int, printer_cpu: int):
+    """Printer-thread liveness: every tagged line is whole on the wire before
+    the module's deadline marker, which it writes after quiet_ms in which
+    nothing printed, and was written by the vCPU the printer thread is pinned
+    to. Init's end-of-run flush and later printk() calls come after the
+    marker; a context on another CPU that flushes the consoles itself (one
+    left in an emergency section, for example) writes from its own vCPU."""
+    deadline = marker(ev.log, MARK_DEADLINE)
+    assert deadline is not None, f"no deadline marker in the register log ({ev.where()})"
+    late = []
+    for line, _ in tagged:
+        wl = ev.wire_line_of(line)
+        if wl is None or wl.last.seq > deadline.seq or wl.body_cpus != {printer_cpu}:
+            late.append((line, wl))
+    if not late:
+        return
+    line, wl = late[0]
+    if wl is None:
+        how = "never whole on the wire"
+    elif wl.last.seq > deadline.seq:
+        how = (f"its last byte written by vCPU {wl.last.cpu} at log record {wl.last.seq}, "
+               f"{(wl.last.vtime_ns - deadline.vtime_ns) / 1e6:.1f} ms after the deadline")
+    else:
+        how = (f"written by vCPU {sorted(wl.body_cpus)} from log record {wl.first.seq}, not by "
+               f"the printer thread on CPU {printer_cpu}")
+    raise AssertionError(
+        f"printer-thread liveness: {len(late)} of {len(tagged)} lines were not printed by the "
+        f"printer thread within {quiet_ms} ms of quiet (deadline marker at log record "
+        f"{deadline.seq}); first: console line {line.lineno} {line.raw!r}, {how} "
+        f"({ev.where()})")
+
+
+def irqsoff_windows(ev: Evidence):
+    """The module's printk() calls (its before/after markers, made with
+    interrupts off by flood_irqsoff) and the NMI handler chains (mark_nmis)."""
+    calls = windows(ev.log, lambda v: v >> 28 == MARK_BEFORE,
+                    lambda v: (MARK_AFTER << 28) | (v & 0x0FFFFFFF), "printk() call")
+    nmis = windows(ev.log, lambda v: v == MARK_NMI_ENTER, lambda v: MARK_NMI_EXIT, "NMI")
+    return calls + nmis
+
+
+# A writer polls the transmitter between bytes, so writing takes a little
+# longer than the bytes' wire time: up to this share of it is writing too.
+WRITE_SLACK = 0.05
+
+
+def assert_no_irqsoff_wait(ev: Evidence, wins, bound_ms: float):
+    """Interrupts-off waits: in no window with interrupts off does a CPU spend
+    more than bound_ms beyond the wire time of the bytes it wrote itself
+    (writing is the work it is there for; the rest is waiting for others)."""
+    assert wins, f"no interrupts-off window was marked in the register log ({ev.where()})"
+    fmt = programmed_format(ev.log)
+
+    def excess(w):
+        own = own_wire_ns(ev.log, w, fmt)
+        return w.ns - own * (1 + WRITE_SLACK)
+    worst = max(wins, key=excess)
+    own = own_wire_ns(ev.log, worst, fmt)
+    waited = (worst.ns - own) / 1e6
+    assert excess(worst) <= bound_ms * 1e6, (
+        f"interrupts-off wait: CPU {worst.cpu} waited {waited:.1f} ms with interrupts off in "
+        f"a {worst.what} of {worst.ns / 1e6:.1f} ms, beyond the {own / 1e6:.1f} ms its own bytes "
+        f"took on the wire (bound {bound_ms} ms + {WRITE_SLACK:.0%} of those; log records {worst.begin.seq}-{worst.end.seq}, "
+        f"{len(wins)} windows) ({ev.where()})")
+
+
+LOCKUP_RE = re.compile(r"soft lockup|hard LOCKUP|detected stalls? on CPU|self-detected stall|"
+                       r"blocked for more than \d+ seconds")
+
+
+def assert_no_lockup_report(ev: Evidence):
+    """No soft-lockup, hard-lockup, RCU-stall or hung-task report on the console."""
+    hit = next((ln for ln in ev.transcript.lines if LOCKUP_RE.search(ln.raw)), None)
+    assert hit is None, (f"lockup report: console line {hit.lineno}: {hit.raw!r} "
+                         f"({ev.where()})")

@@ -146,6 +146,43 @@ def line_latency(log: UartLog, line: WireLine, since_ns: int,
     return Latency(end - since_ns, len(line.records), len(line.records) * fmt.char_ns)
 
 
+@dataclass(frozen=True)
+class Window:
+    """A stretch of one vCPU's time between two of its own markers."""
+    what: str
+    cpu: int
+    begin: Record
+    end: Record
+
+    @property
+    def ns(self) -> int:
+        return self.end.vtime_ns - self.begin.vtime_ns
+
+
+def windows(log: UartLog, open_value, close_value, what: str) -> List[Window]:
+    """Each vCPU's marker pairs: a marker for which open_value(v) is true,
+    closed by that vCPU's next marker with value close_value(v_open)."""
+    out, pending = [], {}
+    for r in log.records:
+        if r.reg != "MARKER" or r.cpu is None:
+            continue
+        opened = pending.get(r.cpu)
+        if opened is not None and r.value == close_value(opened.value):
+            out.append(Window(what, r.cpu, opened, r))
+            pending.pop(r.cpu)
+        elif open_value(r.value):
+            pending[r.cpu] = r
+    return out
+
+
+def own_wire_ns(log: UartLog, window: Window, fmt: LineFormat) -> float:
+    """The wire time of the bytes the window's vCPU wrote to THR within it."""
+    n = sum(1 for r in log.records
+            if window.begin.seq < r.seq < window.end.seq and r.reg == "THR"
+            and not r.is_read and r.cpu == window.cpu)
+    return n * fmt.char_ns
+
+
 # --- IER across the console writes -------------------------------------------------
 
 def ier_problem(log: UartLog, from_seq: int) -> Optional[str]:
