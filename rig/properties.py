@@ -2,9 +2,9 @@
 promise was broken, where in the log, and which run directory holds it."""
 from rig.evidence import Evidence
 import re
+from typing import Optional
 
-from rig.rigprintk import (MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_NMI_ENTER,
-                           MARK_NMI_EXIT, MARK_RUN_BEGIN, Tag)
+from rig.rigprintk import MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_RUN_BEGIN, Tag
 from rig.wire import (foreign_byte, ier_problem, marker, own_wire_ns, programmed_format,
                       windows)
 
@@ -58,45 +58,45 @@ def assert_contiguous(ev: Evidence, line, cpu: int):
         f"at log record {stray.seq}: {line.raw!r} ({ev.where()})")
 
 
-def assert_printed_by_deadline(ev: Evidence, tagged, quiet_ms: int, printer_cpu: int):
+def assert_printed_by_deadline(ev: Evidence, tagged, quiet_ms: int,
+                               printer_cpu: Optional[int]):
     """Printer-thread liveness: every tagged line is whole on the wire before
     the module's deadline marker, which it writes after quiet_ms in which
-    nothing printed, and was written by the vCPU the printer thread is pinned
-    to. Init's end-of-run flush and later printk() calls come after the
-    marker; a context on another CPU that flushes the consoles itself (one
-    left in an emergency section, for example) writes from its own vCPU."""
+    nothing printed; init's end-of-run flush and later printk() calls come
+    after the marker. And the printer thread, pinned to printer_cpu, wrote
+    the first of them: a CPU left in an emergency section flushes the
+    consoles itself whenever it prints (6.12's rule for emergency sections),
+    which may take over from the printer later but must not stand in for a
+    printer that never ran. printer_cpu None: a kernel without a printer."""
     deadline = marker(ev.log, MARK_DEADLINE)
     assert deadline is not None, f"no deadline marker in the register log ({ev.where()})"
-    late = []
-    for line, _ in tagged:
-        wl = ev.wire_line_of(line)
-        if wl is None or wl.last.seq > deadline.seq or wl.body_cpus != {printer_cpu}:
-            late.append((line, wl))
-    if not late:
-        return
-    line, wl = late[0]
-    if wl is None:
-        how = "never whole on the wire"
-    elif wl.last.seq > deadline.seq:
-        how = (f"its last byte written by vCPU {wl.last.cpu} at log record {wl.last.seq}, "
+    wires = [(line, ev.wire_line_of(line)) for line, _ in tagged]
+    late = [(line, wl) for line, wl in wires if wl is None or wl.last.seq > deadline.seq]
+    if late:
+        line, wl = late[0]
+        how = ("never whole on the wire" if wl is None else
+               f"its last byte written by vCPU {wl.last.cpu} at log record {wl.last.seq}, "
                f"{(wl.last.vtime_ns - deadline.vtime_ns) / 1e6:.1f} ms after the deadline")
-    else:
-        how = (f"written by vCPU {sorted(wl.body_cpus)} from log record {wl.first.seq}, not by "
-               f"the printer thread on CPU {printer_cpu}")
-    raise AssertionError(
-        f"printer-thread liveness: {len(late)} of {len(tagged)} lines were not printed by the "
-        f"printer thread within {quiet_ms} ms of quiet (deadline marker at log record "
-        f"{deadline.seq}); first: console line {line.lineno} {line.raw!r}, {how} "
+        raise AssertionError(
+            f"printer-thread liveness: {len(late)} of {len(tagged)} lines were not printed "
+            f"within {quiet_ms} ms of quiet (deadline marker at log record {deadline.seq}); "
+            f"first: console line {line.lineno} {line.raw!r}, {how} ({ev.where()})")
+    if printer_cpu is None or not wires:
+        return
+    line, wl = min(wires, key=lambda lw: lw[1].first.seq)
+    assert wl.body_cpus == {printer_cpu}, (
+        f"printer-thread liveness: the printer thread on CPU {printer_cpu} did not print: the "
+        f"first of the {len(tagged)} lines, console line {line.lineno} {line.raw!r}, was "
+        f"written by vCPU {sorted(wl.body_cpus)} from log record {wl.first.seq} "
         f"({ev.where()})")
 
 
-def irqsoff_windows(ev: Evidence):
-    """The module's printk() calls (its before/after markers, made with
-    interrupts off by flood_irqsoff) and the NMI handler chains (mark_nmis)."""
-    calls = windows(ev.log, lambda v: v >> 28 == MARK_BEFORE,
-                    lambda v: (MARK_AFTER << 28) | (v & 0x0FFFFFFF), "printk() call")
-    nmis = windows(ev.log, lambda v: v == MARK_NMI_ENTER, lambda v: MARK_NMI_EXIT, "NMI")
-    return calls + nmis
+def call_windows(ev: Evidence):
+    """The module's printk() calls, from its before marker to its after marker
+    on the same vCPU (made with interrupts off by flood_irqsoff or
+    flood_cpu_sync)."""
+    return windows(ev.log, lambda v: v >> 28 == MARK_BEFORE,
+                   lambda v: (MARK_AFTER << 28) | (v & 0x0FFFFFFF), "printk() call")
 
 
 # A writer polls the transmitter between bytes, so writing takes a little
@@ -119,9 +119,9 @@ def assert_no_irqsoff_wait(ev: Evidence, wins, bound_ms: float):
     waited = (worst.ns - own) / 1e6
     assert excess(worst) <= bound_ms * 1e6, (
         f"interrupts-off wait: CPU {worst.cpu} waited {waited:.1f} ms with interrupts off in "
-        f"a {worst.what} of {worst.ns / 1e6:.1f} ms, beyond the {own / 1e6:.1f} ms its own bytes "
-        f"took on the wire (bound {bound_ms} ms + {WRITE_SLACK:.0%} of those; log records {worst.begin.seq}-{worst.end.seq}, "
-        f"{len(wins)} windows) ({ev.where()})")
+        f"a {worst.what} of {worst.ns / 1e6:.1f} ms, beyond the {own / 1e6:.1f} ms its own "
+        f"bytes took on the wire (bound {bound_ms} ms + {WRITE_SLACK:.0%} of those; log records "
+        f"{worst.begin.seq}-{worst.end.seq}, {len(wins)} windows) ({ev.where()})")
 
 
 LOCKUP_RE = re.compile(r"soft lockup|hard LOCKUP|detected stalls? on CPU|self-detected stall|"

@@ -13,8 +13,6 @@ MARK_SPIN_BEGIN = 0x50000000
 MARK_SPIN_END = 0x60000000
 MARK_SELF_NMI = 0x70000000
 MARK_DEADLINE = 0x80000000       # end of the quiet wait after the floods (liveness_ms)
-MARK_NMI_ENTER = 0x90000000      # the NMI_LOCAL handlers start (mark_nmis)
-MARK_NMI_EXIT = 0xA0000000       # ... and end
 MARK_BEFORE, MARK_AFTER = 1, 2
 
 TAG_RE = re.compile(r"rigprintk: scen=(?P<scen>\S+) cpu=(?P<cpu>\d+) ctx=(?P<ctx>task|irq|nmi) "

@@ -7,8 +7,8 @@ import pytest
 from rig import logparse
 from rig.evidence import Evidence
 from rig.properties import (assert_no_irqsoff_wait, assert_no_lockup_report,
-                            assert_printed_by_deadline, irqsoff_windows)
-from rig.rigprintk import MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_NMI_ENTER, MARK_NMI_EXIT
+                            assert_printed_by_deadline, call_windows)
+from rig.rigprintk import MARK_AFTER, MARK_BEFORE, MARK_DEADLINE
 from rig.tests.test_wire import SETUP_115200_8N1, log_of, thr, timed_log
 
 LINES = ["[    1.000000] 000: rigprintk: scen=S18 cpu=0 ctx=task seq=0 lvl=6",
@@ -37,18 +37,24 @@ def test_a_line_after_the_deadline_names_the_property_and_the_line():
     with pytest.raises(AssertionError) as e:
         assert_printed_by_deadline(ev, tagged(ev), 2000, printer_cpu=1)
     msg = str(e.value)
-    assert msg.startswith("printer-thread liveness: 1 of 2 lines were not printed by the "
-                          "printer thread within 2000 ms of quiet")
+    assert msg.startswith("printer-thread liveness: 1 of 2 lines were not printed within "
+                          "2000 ms of quiet")
     assert "seq=1" in msg and "written by vCPU 1" in msg and "after the deadline" in msg
     assert "RUN" in msg
 
 
-def test_a_line_pushed_out_by_another_cpu_is_not_the_printers():
+def test_a_printer_that_never_printed_is_named_though_another_cpu_did():
+    ev = evidence(thr(0, LINES[0] + "\r\n") + thr(1, LINES[1] + "\r\n")
+                  + [(0, "MARKER", MARK_DEADLINE)])
+    with pytest.raises(AssertionError, match=r"the printer thread on CPU 1 did not print: the "
+                                             r"first of the 2 lines, .* written by vCPU \[0\]"):
+        assert_printed_by_deadline(ev, tagged(ev), 2000, printer_cpu=1)
+
+
+def test_another_cpu_may_take_over_once_the_printer_printed():
     ev = evidence(thr(1, LINES[0] + "\r\n") + thr(0, LINES[1] + "\r\n")
                   + [(0, "MARKER", MARK_DEADLINE)])
-    with pytest.raises(AssertionError, match=r"written by vCPU \[0\] from log record \d+, "
-                                             r"not by the printer thread on CPU 1"):
-        assert_printed_by_deadline(ev, tagged(ev), 2000, printer_cpu=1)
+    assert_printed_by_deadline(ev, tagged(ev), 2000, printer_cpu=1)
 
 
 def test_no_deadline_marker_is_named():
@@ -69,22 +75,19 @@ def call_window(cpu, t0, t1, seq=0, writes=()):
     return recs + [(t1, cpu, "MARKER", (MARK_AFTER << 28) | seq)]
 
 
-def test_windows_pair_each_vcpus_markers_also_when_nested():
-    ev = timed_evidence(call_window(0, 1000, 5_000_000)
-                        + [(6_000_000, 1, "MARKER", MARK_NMI_ENTER),
-                           (6_100_000, 0, "MARKER", MARK_NMI_ENTER),
-                           (7_000_000, 1, "MARKER", MARK_NMI_EXIT),
-                           (9_000_000, 0, "MARKER", MARK_NMI_EXIT)])
-    wins = sorted((w.what, w.cpu, w.ns) for w in irqsoff_windows(ev))
-    assert wins == [("NMI", 0, 2_900_000), ("NMI", 1, 1_000_000),
-                    ("printk() call", 0, 4_999_000)]
+def test_windows_pair_each_vcpus_markers_also_when_interleaved():
+    ev = timed_evidence(call_window(0, 1000, 5_000_000)[:1]
+                        + call_window(1, 2000, 3_000_000, seq=3)
+                        + call_window(0, 1000, 5_000_000)[1:])
+    wins = sorted((w.cpu, w.ns) for w in call_windows(ev))
+    assert wins == [(0, 4_999_000), (1, 2_998_000)]
 
 
 def test_writing_its_own_bytes_is_not_waiting():
     c = 86806      # one character at 115200 8N1
     own = [(1_000_000 + i * c, 0) for i in range(40)]
     ev = timed_evidence(call_window(0, 1_000_000, 1_000_000 + 40 * c + 500_000, writes=own))
-    assert_no_irqsoff_wait(ev, irqsoff_windows(ev), 1.0)
+    assert_no_irqsoff_wait(ev, call_windows(ev), 1.0)
 
 
 def test_waiting_while_another_vcpu_writes_names_the_cpu_and_the_wait():
@@ -92,7 +95,7 @@ def test_waiting_while_another_vcpu_writes_names_the_cpu_and_the_wait():
     theirs = [(1_000_000 + i * c, 1) for i in range(100)]
     ev = timed_evidence(call_window(0, 1_000_000, 1_000_000 + 101 * c, seq=7, writes=theirs))
     with pytest.raises(AssertionError) as e:
-        assert_no_irqsoff_wait(ev, irqsoff_windows(ev), 1.0)
+        assert_no_irqsoff_wait(ev, call_windows(ev), 1.0)
     msg = str(e.value)
     assert msg.startswith("interrupts-off wait: CPU 0 waited 8.8 ms with interrupts off in a "
                           "printk() call of 8.8 ms, beyond the 0.0 ms its own bytes took")

@@ -32,9 +32,7 @@
  * Markers (32-bit writes to the UART's marker port) are
  *   MARK_RUN_BEGIN, MARK_RUN_END, MARK_SPIN_BEGIN/END and MARK_SELF_NMI
  *   (written by the spinning CPU with interrupts off), MARK_DEADLINE (the
- *   end of the quiet wait after the floods, liveness_ms), MARK_NMI_ENTER and
- *   MARK_NMI_EXIT (with mark_nmis, around every NMI_LOCAL handler chain:
- *   the first and the last handler write them), and (phase << 28 | ctx << 24 | seq) with
+ *   end of the quiet wait after the floods, liveness_ms), and (phase << 28 | ctx << 24 | seq) with
  *   phase 1 before and 2 after a tagged printk() call, ctx 0 task, 1 irq,
  *   2 nmi; the vCPU is in the log record itself.
  */
@@ -70,8 +68,6 @@
 #define MARK_SPIN_END		0x60000000
 #define MARK_SELF_NMI		0x70000000
 #define MARK_DEADLINE		0x80000000
-#define MARK_NMI_ENTER		0x90000000
-#define MARK_NMI_EXIT		0xa0000000
 #define MARK_BEFORE		1
 #define MARK_AFTER		2
 
@@ -204,10 +200,6 @@ static char *sysrq_key = "l";
 module_param(sysrq_key, charp, 0644);
 MODULE_PARM_DESC(sysrq_key, "the sysrq key it handles (default l: backtrace of all CPUs)");
 
-static bool mark_nmis;
-module_param(mark_nmis, bool, 0644);
-MODULE_PARM_DESC(mark_nmis, "at load: write a marker when the NMI_LOCAL handlers start and when they end");
-
 static bool abandon_emergency;
 module_param(abandon_emergency, bool, 0644);
 MODULE_PARM_DESC(abandon_emergency, "at load: before the floods, a thread dies inside the emergency section of its oops");
@@ -223,6 +215,22 @@ MODULE_PARM_DESC(liveness_ms, "after the floods, print nothing for this long, th
 static unsigned int single_level = 8;
 module_param(single_level, uint, 0644);
 MODULE_PARM_DESC(single_level, "print one tagged record at this level at run (8: none)");
+
+static unsigned int single_len;
+module_param(single_len, uint, 0644);
+MODULE_PARM_DESC(single_len, "padding bytes added to that record");
+
+static int single_cpu = -1;
+module_param(single_cpu, int, 0644);
+MODULE_PARM_DESC(single_cpu, "CPU that prints it (-1: wherever the run is)");
+
+static bool flush_first;
+module_param(flush_first, bool, 0644);
+MODULE_PARM_DESC(flush_first, "wait until the consoles printed everything before the run's actions");
+
+static unsigned int flood_start_ms;
+module_param(flood_start_ms, uint, 0644);
+MODULE_PARM_DESC(flood_start_ms, "each flooding CPU waits this long before its first record");
 
 /* Is @cpu in the CPU mask parameter @mask? */
 static bool cpu_chosen(unsigned int cpu, unsigned long mask)
@@ -340,16 +348,20 @@ static int flood_fn(void *unused)
 	unsigned int i;
 
 	wait_for_completion(&flood_go);
+	if (flood_start_ms)
+		msleep(flood_start_ms);
 	for (i = 0; i < flood_count; i++) {
 		bool emerg = flood_emerg_every && (i % flood_emerg_every) == flood_emerg_every - 1;
+		int level = emerg ? flood_emerg_level : flood_level;
+		unsigned long flags;
 
-		unsigned long flags = 0;
-
-		if (flood_irqsoff)
+		if (flood_irqsoff) {
 			local_irq_save(flags);
-		tagged_printk(emerg ? flood_emerg_level : flood_level, flood_len, &task_timing);
-		if (flood_irqsoff)
+			tagged_printk(level, flood_len, &task_timing);
 			local_irq_restore(flags);
+		} else {
+			tagged_printk(level, flood_len, &task_timing);
+		}
 		if (flood_delay_us)
 			udelay(flood_delay_us);
 		else if (!(i & 63))
@@ -423,19 +435,8 @@ static void nmi_print(void)
 		tagged_printk(nmi_level, 0, &nmi_timing);
 }
 
-static bool nmi_enter_registered, die_notifier_registered;
-
-/* First of the NMI_LOCAL handlers; rig_nmi_local() comes after the kernel's. */
-static int rig_nmi_enter(unsigned int type, struct pt_regs *regs)
-{
-	mark_always(MARK_NMI_ENTER);
-	return NMI_DONE;
-}
-
 static int rig_nmi_local(unsigned int type, struct pt_regs *regs)
 {
-	if (nmi_enter_registered)
-		mark_always(MARK_NMI_EXIT);
 	if (atomic_read(&crash_nmi_armed) && smp_processor_id() == crash_cpu) {
 		atomic_set(&crash_nmi_armed, 0);
 		if (!strcmp(crash, "panic-nmi")) {
@@ -944,6 +945,8 @@ static int do_run(void)
 			return ret;
 	}
 	pin_printers(printer_cpu);
+	if (flush_first)
+		flush_consoles();
 	ret = abandon_start();
 	if (ret)
 		return ret;
@@ -956,15 +959,6 @@ static int do_run(void)
 	else if (floods && flood_backlog_ms)
 		msleep(flood_backlog_ms);
 
-	/*
-	 * Nothing prints meanwhile: whatever of the floods reaches the wire
-	 * before the marker was printed by the consoles' own printers.
-	 */
-	if (liveness_ms) {
-		msleep(liveness_ms);
-		mark_always(MARK_DEADLINE);
-	}
-
 	/* The kernel's own handler, as the console's keyboard would call it. */
 	if (sysrq_cpu >= 0 && cpu_online(sysrq_cpu)) {
 		set_cpus_allowed_ptr(current, cpumask_of(sysrq_cpu));
@@ -973,8 +967,13 @@ static int do_run(void)
 	}
 
 	/* After the floods started: with flood_wait=0, while they queue. */
-	if (single_level < 8)
-		tagged_printk(single_level, 0, NULL);
+	if (single_level < 8) {
+		if (single_cpu >= 0 && cpu_online(single_cpu))
+			set_cpus_allowed_ptr(current, cpumask_of(single_cpu));
+		tagged_printk(single_level, single_len, NULL);
+		if (single_cpu >= 0)
+			set_cpus_allowed_ptr(current, cpu_possible_mask);
+	}
 
 	spinning = spin_start();
 	if (spinning < 0)
@@ -995,6 +994,15 @@ static int do_run(void)
 	}
 	if (floods && !flood_wait)
 		wait_for_completion(&floods_done);
+
+	/*
+	 * Nothing prints meanwhile: whatever of the floods reaches the wire
+	 * before the marker was printed by the consoles' own printers.
+	 */
+	if (liveness_ms) {
+		msleep(liveness_ms);
+		mark_always(MARK_DEADLINE);
+	}
 
 	/* Last, so that it gets the history of everything above. */
 	if (late_console) {
@@ -1032,26 +1040,20 @@ MODULE_PARM_DESC(run, "write 1: run the configured actions, return when done");
 /* ---- module ------------------------------------------------------------------------- */
 
 /*
- * The NMI entry marker and the die notifier are registered only when asked
- * for at load: code on every NMI or oops path shifts the instruction count
- * of runs that do not use them, and with it the golden transcripts of
- * -icount runs.
+ * The die notifier is registered only when asked for at load: code on the
+ * oops path shifts the instruction count of runs that do not use it, and
+ * with it the golden transcripts of -icount runs.
  */
+static bool die_notifier_registered;
+
 static int __init rigprintk_init(void)
 {
 	int ret;
 
 	memset(pad, 'x', sizeof(pad) - 1);
-	if (mark_nmis) {
-		ret = register_nmi_handler(NMI_LOCAL, rig_nmi_enter, NMI_FLAG_FIRST,
-					   "rigprintk-enter");
-		if (ret)
-			return ret;
-		nmi_enter_registered = true;
-	}
 	ret = register_nmi_handler(NMI_LOCAL, rig_nmi_local, 0, "rigprintk");
 	if (ret)
-		goto out_enter;
+		return ret;
 	ret = register_nmi_handler(NMI_UNKNOWN, rig_nmi_unknown, 0, "rigprintk");
 	if (ret)
 		goto out_local;
@@ -1070,9 +1072,6 @@ out_unknown:
 	unregister_nmi_handler(NMI_UNKNOWN, "rigprintk");
 out_local:
 	unregister_nmi_handler(NMI_LOCAL, "rigprintk");
-out_enter:
-	if (nmi_enter_registered)
-		unregister_nmi_handler(NMI_LOCAL, "rigprintk-enter");
 	return ret;
 }
 
@@ -1087,8 +1086,6 @@ static void __exit rigprintk_exit(void)
 		unregister_die_notifier(&abandon_nb);
 	unregister_nmi_handler(NMI_UNKNOWN, "rigprintk");
 	unregister_nmi_handler(NMI_LOCAL, "rigprintk");
-	if (nmi_enter_registered)
-		unregister_nmi_handler(NMI_LOCAL, "rigprintk-enter");
 }
 
 module_init(rigprintk_init);
