@@ -544,7 +544,8 @@ static void irqs_send(void)
 
 /* ---- a CPU spinning with interrupts off ------------------------------------ */
 
-static DECLARE_COMPLETION(spin_started);
+/* Set by the spinner with interrupts off; polled, so that no wakeup is needed. */
+static atomic_t spin_started;
 static DECLARE_COMPLETION(spin_done);
 static struct cpumask run_cpus;
 /* local_clock() when the spin began and ended, printed with "spin done". */
@@ -555,7 +556,7 @@ static int spin_fn(void *unused)
 	bool self_nmi_sent = !spin_nmi_at_ms;
 
 	local_irq_disable();
-	complete(&spin_started);
+	atomic_set(&spin_started, 1);
 	mark_always(MARK_SPIN_BEGIN);
 	now = spin_begin_ns = local_clock();
 	end = now + (u64)spin_ms * NSEC_PER_MSEC;
@@ -592,7 +593,7 @@ static int spin_start(void)
 		return 0;
 	if (!cpu_online(spin_cpu))
 		return -EINVAL;
-	reinit_completion(&spin_started);
+	atomic_set(&spin_started, 0);
 	reinit_completion(&spin_done);
 	atomic_set(&spin_awaits_nmi, spin_nmi_at_ms || spin_targets(nmi_cpus) ||
 		   (unknown_nmi && spin_targets(unknown_nmi_cpus)));
@@ -607,7 +608,13 @@ static int spin_start(void)
 	if (IS_ERR(t))
 		return PTR_ERR(t);
 	wake_up_process(t);
-	wait_for_completion(&spin_started);
+	/*
+	 * Poll rather than sleep: a wakeup sent by the spinner, which has
+	 * interrupts off, could wait for the spin's end, and with it the
+	 * announcement below (seen as a 5 s spin in real-time runs).
+	 */
+	while (!atomic_read(&spin_started))
+		cpu_relax();
 	/*
 	 * At ERR level, so that an emergency write puts it on the wire from
 	 * here: the printer thread's wakeup is one irq_work per console, and
