@@ -149,7 +149,6 @@ def line_latency(log: UartLog, line: WireLine, since_ns: int,
 @dataclass(frozen=True)
 class Window:
     """A stretch of one vCPU's time between two of its own markers."""
-    what: str
     cpu: int
     begin: Record
     end: Record
@@ -159,7 +158,7 @@ class Window:
         return self.end.vtime_ns - self.begin.vtime_ns
 
 
-def windows(log: UartLog, open_value, close_value, what: str) -> List[Window]:
+def windows(log: UartLog, open_value, close_value) -> List[Window]:
     """Each vCPU's marker pairs: a marker for which open_value(v) is true,
     closed by that vCPU's next marker with value close_value(v_open)."""
     out, pending = [], {}
@@ -168,7 +167,7 @@ def windows(log: UartLog, open_value, close_value, what: str) -> List[Window]:
             continue
         opened = pending.get(r.cpu)
         if opened is not None and r.value == close_value(opened.value):
-            out.append(Window(what, r.cpu, opened, r))
+            out.append(Window(r.cpu, opened, r))
             pending.pop(r.cpu)
         elif open_value(r.value):
             pending[r.cpu] = r
