@@ -19,7 +19,7 @@ from rig.machine import BootResult, Phase, default_phases, warm_reset_phases
 from rig.qemu_argv import MachineConfig
 
 _counter = itertools.count()
-# -icount shift: 2^N ns of virtual time per instruction (README, "Deterministic
+# -icount shift: 2^N ns of virtual time per instruction (docs/architecture.md, "Deterministic
 # mode": chosen by measurement).
 DEFAULT_ICOUNT_SHIFT = 4
 

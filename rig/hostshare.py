@@ -10,7 +10,7 @@ lock is an flock(2) on one file per machine, so it spans pytest-xdist workers,
 
 With RIG_HOST_LOCK_LOG=FILE each holder appends a JSON line when it lets go:
 what held the lock, how, how long it waited and how long it held it (how a
-parallel run's time went, README "Parallel runs").
+parallel run's time went, docs/architecture.md, "Parallel runs").
 """
 import fcntl
 import json

@@ -40,8 +40,8 @@ def pytest_addoption(parser):
                          "repeat it to spread xdist workers over several hosts")
     group.addoption("--snapshot", choices=["on", "off"], default="on",
                     help="start the scenarios' boots from a VM saved at init's snapshot "
-                         "point where they allow it (on, the default; README, Snapshot "
-                         "restore), or boot each one (off)")
+                         "point where they allow it (on, the default; docs/architecture.md, "
+                         "Snapshot restore), or boot each one (off)")
     group.addoption("--keep-runs", action="store_true",
                     help="keep the run directories of passing scenarios too (failing ones "
                          "are always kept)")

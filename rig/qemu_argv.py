@@ -19,7 +19,8 @@ CONSOLE_UART_QOM = "/machine/peripheral/uart0"   # for qom-set of its NMI trigge
 SIDE_UART = "isa-serial,chardev=side0,index=1,iobase=0x2f8,irq=3"
 UNIX_PATH_MAX = 108          # sun_path of struct sockaddr_un, NUL included
 # Deterministic execution: instruction counting drives virtual time, the RTC
-# follows it, so an SMP run repeats byte for byte (see README, Determinism).
+# follows it, so an SMP run repeats byte for byte (see docs/architecture.md,
+# Determinism).
 DETERMINISTIC_ARGS = ["-icount", "shift={shift},sleep=off,align=off",
                       "-rtc", "base=2000-01-01T00:00:00,clock=vm"]
 

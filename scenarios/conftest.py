@@ -53,7 +53,7 @@ def compare_golden(request, result, boot_no: int) -> None:
     for a boot that did not start from a snapshot (--snapshot off, the
     libvirt backend): the golden files are those of restored runs, and a
     booted run takes other turns between the vCPUs after init's snapshot
-    point (README, "Snapshot restore")."""
+    point (docs/architecture.md, "Snapshot restore")."""
     config, node = request.config, request.node
     mode = config.getoption("golden")
     if (mode == "off" or node.get_closest_marker("deterministic") is None

@@ -10,7 +10,7 @@ for; the printk figures are in guest virtual time, these cannot be):
   over all scenario tests;
 - the scenario suite's own wall time, median of those runs (warm: every
   build comes from the cache).
-The whole `make test`, cold and warm, is measured by running it (README).
+The whole `make test`, cold and warm, is measured by running it (docs/measurements/).
 """
 import os
 import statistics
