@@ -36,7 +36,7 @@ from typing import IO, Callable, Dict, List, Optional, Tuple
 
 import pexpect
 
-from rig import hostshare
+from rig import hostshare, paths, vcpu_stacks
 from rig import outcome as outcome_mod
 from rig.qemu_argv import MachineConfig, build_argv
 from rig.qmp import QMPClient, QMPError
@@ -45,6 +45,7 @@ PR_SET_PDEATHSIG = 1
 PANIC_RE = re.escape(outcome_mod.PANIC_BANNER).encode()
 LAST_LINES = 15
 POLL_S = 0.2
+VCPU_STACKS = "vcpu-stacks.txt"
 
 
 @dataclass
@@ -295,6 +296,7 @@ class Machine:
                 hung = f"{last} (after it, QEMU did not exit)"
         for p in pending:
             results.append(PhaseResult(p.name, "skipped", 0.0))
+        stacks = self._vcpu_stacks() if hung is not None else ""
         if hung is None and self.qmp is not None:
             self.qmp.drain(timeout=1.0)
         self.kill()
@@ -310,9 +312,26 @@ class Machine:
             oc.detail += f"; {results[-1].ended_by}"
         if oc.cls in ("hang", "qemu-crash", "panic") or hung:
             oc.detail += "; last console lines:\n" + last_lines(self.cfg.console_log)
+        if stacks:
+            oc.detail += ("\nvCPU stacks at the hang (all samples in "
+                          f"{self.cfg.run_dir / VCPU_STACKS}):\n" + vcpu_stacks.summary(stacks))
         if oc.cls == "qemu-crash":
             oc.detail += "\nQEMU stderr:\n" + last_lines(self.qemu_stderr())
         return BootResult(self.cfg.run_dir, oc, results, round(time.monotonic() - t0, 3))
+
+
+    def _vcpu_stacks(self) -> str:
+        """Where each vCPU is, while QEMU still runs: written to the run
+        directory. Best effort: a QEMU that does not answer gives nothing."""
+        if self.qmp is None or self.child is None or not self.child.isalive():
+            return ""
+        system_map = paths.kernel_build_of(self.cfg.kernel) / "System.map"
+        try:
+            text = vcpu_stacks.sample(self.qmp, self.cfg.smp, system_map)
+        except QMPError as e:
+            text = f"# vCPU stacks not read: {e}\n"
+        (self.cfg.run_dir / VCPU_STACKS).write_text(text)
+        return text
 
 
 def install_signal_cleanup() -> None:

@@ -32,3 +32,13 @@ def runs_root() -> Path:
     if env:
         return Path(env).expanduser().resolve()
     return REPO / "runs"
+
+
+def kernel_build_of(image: Path) -> Path:
+    """The build directory (O=) of a kernel image at its place in the tree,
+    arch/x86/boot/bzImage: where its vmlinux, System.map and .config are.
+    An image elsewhere has none next to it: its own directory then."""
+    image = Path(image).resolve()
+    if image.parts[-4:-1] == ("arch", "x86", "boot"):
+        return image.parents[3]
+    return image.parent

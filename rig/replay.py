@@ -143,7 +143,7 @@ def replay(where: Path, gdb_port: Optional[int] = None, live=None, out=None) -> 
     if gdb_port is not None:
         argv += ["-S", "-gdb", f"tcp:127.0.0.1:{gdb_port}"]
         phases = [Phase(p.name, p.until, NO_TIMEOUT_S, p.panic_ends_it) for p in phases]
-        vmlinux = inputs["kernel"].parents[3] / "vmlinux"
+        vmlinux = paths.kernel_build_of(inputs["kernel"]) / "vmlinux"
         print(f"[replay] QEMU starts paused with its gdb stub on 127.0.0.1:{gdb_port}; "
               f"attach with:\n  gdb {vmlinux} -ex 'target remote 127.0.0.1:{gdb_port}'\n"
               f"  (then for example: break panic, continue)", file=out, flush=True)

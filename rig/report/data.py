@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from rig import checks, logparse, sidechannel, uartlog
+from rig import checks, logparse, paths, sidechannel, uartlog
 from rig.machine import BootResult
 from rig.outcome import Outcome
 from rig.rigprintk import MARK_RUN_BEGIN, parse_tag
@@ -76,7 +76,7 @@ def emergency_below(run: RecordedRun, sections: Dict[str, bytes]) -> Optional[in
     if m:
         return int(m.group(1))
     image = run.bundle.get("inputs", {}).get("kernel", {}).get("path")
-    config = Path(image).parents[3] / ".config" if image else None
+    config = paths.kernel_build_of(image) / ".config" if image else None
     if config is not None and config.is_file():
         m = re.search(r"^CONFIG_CONSOLE_LOGLEVEL_EMERGENCY=(\d+)$", config.read_text(), re.M)
         if m:

@@ -27,6 +27,9 @@ def test_hang_is_reported_with_its_phase_and_last_console_lines():
     assert res.outcome.phase == "init"
     assert "guest hung in phase init" in res.outcome.detail
     assert "rig-init: step hang: stopping here on purpose" in res.outcome.detail
+    # Init sleeps, so both vCPUs idle: the stacks, walked over QMP, say so.
+    assert "vCPU 0: default_idle+" in res.outcome.detail, res.outcome.detail
+    assert "do_idle+" in (res.run_dir / "vcpu-stacks.txt").read_text()
     assert took < 4 + 15, f"hang reported only after {took:.1f} s"
     ended = {p.name: p.ended_by for p in res.phases}
     assert ended["init"] == "timeout" and ended["exit"] == "skipped"
