@@ -58,6 +58,27 @@ def assert_contiguous(ev: Evidence, line, cpu: int):
         f"at log record {stray.seq}: {line.raw!r} ({ev.where()})")
 
 
+def assert_written_by_its_cpu_or_handed(ev: Evidence, line, cpu: int, may_hand: bool):
+    """The emergency line is whole on the wire and every byte of its text came
+    from one vCPU: cpu's own, or, for a record printed where the caller must
+    not wait for another CPU (NMI, interrupts off: may_hand), the emergency
+    writer it was handed to, which writes it right after a line of its own
+    (kernel-patches/DESIGN.md, "Contention")."""
+    wl = ev.wire_line_of(line)
+    assert wl is not None, (f"line {line.lineno} not found whole on the wire: {line.raw!r} "
+                            f"({ev.where()})")
+    if foreign_byte(wl, cpu) is None:
+        return
+    before = [w for w in ev.wire if w.last.seq < wl.first.seq]
+    handed = (may_hand and len(wl.body_cpus) == 1 and before
+              and before[-1].body_cpus == wl.body_cpus)
+    assert handed, (
+        f"emergency line writer: the line from cpu{cpu} was written by vCPUs "
+        f"{sorted(wl.body_cpus)}, neither by its own CPU alone nor, handed over, right "
+        f"after the writer's own line: "
+        f"{line.raw!r} ({ev.where()})")
+
+
 def assert_printed_by_deadline(ev: Evidence, tagged, quiet_ms: int,
                                printer_cpu: Optional[int]):
     """Printer-thread liveness: every tagged line is whole on the wire before

@@ -1,8 +1,10 @@
 """S6 host NMI on a wedged CPU: while CPU 0 spins with interrupts off, the
 host injects an NMI over QMP (QEMU delivers it through LINT1, which Linux
 wires as NMI on the boot CPU only); the NMI handler's message is on the wire
-while CPU 0 still spins: its bytes are written by vCPU 0 before the spin-end
-marker that vCPU 0 writes when it stops spinning. The printer thread is
+while CPU 0 still spins: its bytes are written before the spin-end marker
+that vCPU 0 writes when it stops spinning, by vCPU 0, or by the CPU whose
+emergency line held the console when the NMI came, right after that line
+(an NMI hands its record over rather than wait for another CPU). The printer thread is
 pinned to CPU 1, so that the spin's announcement, on which the host fires the
 NMI, reaches the wire while CPU 0 spins. The spin lasts until the NMI has
 been handled on CPU 0 (at least 300 ms), so the verdict does not depend on
@@ -14,9 +16,14 @@ the NMI at vCPU 0 right after the announcement's last byte
 (rig.boot.device_triggers), and the run has a golden transcript.
 
 Vanilla defers a printk() from NMI context to irq_work, which cannot run on
-a CPU with interrupts off, so the message waits for the spin to end."""
+a CPU with interrupts off, so the message from the host's NMI waits for the
+spin to end. The UART's NMI comes while CPU 1 still prints the announcement
+under the console lock, and CPU 1 prints the NMI's record along with it: on
+the wire that cannot be told from the patched kernel's handover, so vanilla
+passes that case."""
 import pytest
 
+from rig.properties import assert_written_by_its_cpu_or_handed
 from rig.rigprintk import MARK_SPIN_BEGIN, MARK_SPIN_END, mask
 from rig.wire import marker
 
@@ -27,7 +34,8 @@ WEDGED = 0
 
 @pytest.mark.parametrize("nmi_from", ["uart", "host"])
 def test_s6_nmi_message_on_the_wire_while_the_cpu_spins(rig_run, flavor, lacks, nmi_from):
-    lacks("vanilla", "printk() in NMI is deferred to irq_work (no atomic console)")
+    if nmi_from == "host":
+        lacks("vanilla", "printk() in NMI is deferred to irq_work (no atomic console)")
     ev = rig_run(flavor, "S6", "run", deterministic=None if nmi_from == "uart" else False,
                  spin_cpu=WEDGED, spin_ms=300, printer_cpu=1, unknown_nmi=True,
                  unknown_nmi_cpus=mask([WEDGED]), nmi_level=3,
@@ -42,4 +50,6 @@ def test_s6_nmi_message_on_the_wire_while_the_cpu_spins(rig_run, flavor, lacks, 
         f"NMI line's last byte at log record {wl.last.seq} "
         f"({(wl.last.vtime_ns - end.vtime_ns) / 1e6:+.1f} ms from the spin's end): "
         f"it waited for the CPU to enable interrupts ({ev.where()})")
-    assert wl.body_cpus == {WEDGED}, f"NMI line written by vCPUs {wl.body_cpus}"
+    # An NMI does not wait for another CPU's emergency writer: it may hand
+    # its record to it, which writes it right after its own line.
+    assert_written_by_its_cpu_or_handed(ev, nmi[0][0], WEDGED, may_hand=True)

@@ -21,9 +21,7 @@ its own vCPU, so none of them can hide a printer that stopped.
   console, only the release can wake it: nothing prints after it.
 
 Vanilla passes: it has no printer thread for its legacy console, and the
-lines are on the wire in time, written by a printk() caller. The patched
-flavor fails abandoned-section (a strict xfail until the series is fixed):
-0008 parks every printer thread while any emergency section is open."""
+lines are on the wire in time, written by a printk() caller."""
 import pytest
 
 from rig.properties import assert_printed_by_deadline
@@ -50,11 +48,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_s18_printers_print_the_backlog_by_themselves(rig_run, flavor, like, lacks, case):
-    if case == "abandoned-section":
-        lacks("patched", "0008 keeps every printer thread waiting while a global count of "
-              "emergency sections is not zero, and a section never left leaks it "
-              "(kernel-patches/DESIGN.md)")
+def test_s18_printers_print_the_backlog_by_themselves(rig_run, flavor, like, case):
     ev = rig_run(flavor, "S18", "run", deterministic=True, flood_count=COUNT,
                  flood_cpus=mask([0]), flood_len=PAD, liveness_ms=QUIET_MS, **CASES[case])
     if case == "abandoned-section":

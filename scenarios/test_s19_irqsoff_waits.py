@@ -15,9 +15,7 @@ The NMI handler itself is not measured: an NMI backtrace waits for the
 cpu_sync while its owner formats its own backtrace, on every kernel.
 
 Vanilla fails by about 7 ms: a caller with interrupts off spins for the
-console lock holder to finish its record. The patched flavor fails by far
-more: 0005 waits for another CPU's emergency writer with interrupts off
-(a strict xfail until the series is fixed)."""
+console lock holder to finish its record."""
 import pytest
 
 from rig.properties import assert_no_irqsoff_wait, assert_no_lockup_report, call_windows
@@ -36,9 +34,6 @@ BOUND_MS = 3.0
 def test_s19_no_cpu_waits_for_another_with_interrupts_off(rig_run, flavor, lacks):
     lacks("vanilla", "a printk() caller with interrupts off spins for the console lock "
           "holder to finish its record before it prints (console_trylock_spinning)")
-    lacks("patched", "0005's emergency write waits up to 2 s per record with interrupts "
-          "off for another CPU's emergency writer, also in NMI and under printk_cpu_sync "
-          "(kernel-patches/DESIGN.md, Contention)")
     ev = rig_run(flavor, "S19", "run", deterministic=True, flood_count=30, flood_level=3,
                  flood_len=20, flood_delay_us=2000, markers=True, flood_cpus=mask([0]),
                  flood_irqsoff=True, flood_wait=False, flood_backlog_ms=20, sysrq_cpu=1)

@@ -7,7 +7,8 @@ import pytest
 from rig import logparse
 from rig.evidence import Evidence
 from rig.properties import (assert_no_irqsoff_wait, assert_no_lockup_report,
-                            assert_printed_by_deadline, call_windows)
+                            assert_printed_by_deadline, assert_written_by_its_cpu_or_handed,
+                            call_windows)
 from rig.rigprintk import MARK_AFTER, MARK_BEFORE, MARK_DEADLINE
 from rig.tests.test_wire import SETUP_115200_8N1, log_of, thr, timed_log
 
@@ -107,3 +108,30 @@ def test_lockup_reports_are_named():
         b"stuck for 22s! [rigflood/1:60]\r\n"), None, log_of([]))
     with pytest.raises(AssertionError, match=r"lockup report: console line 2: .*soft lockup"):
         assert_no_lockup_report(ev)
+
+
+HANDED = ["[    1.000000] 001: rigprintk: scen=S2 cpu=1 ctx=task seq=4 lvl=3",
+          "[    1.000100] 000: rigprintk: scen=S2 cpu=0 ctx=nmi seq=0 lvl=3"]
+
+
+def handed_evidence(writes):
+    transcript = logparse.parse_transcript("".join(f"{ln}\r\n" for ln in HANDED).encode())
+    return Evidence(SimpleNamespace(run_dir="RUN"), transcript, None, log_of(writes))
+
+
+def test_a_handed_record_written_after_the_owners_line_passes_only_where_it_may_hand():
+    ev = handed_evidence(thr(1, HANDED[0] + "\r\n") + thr(1, HANDED[1] + "\r\n"))
+    nmi_line = ev.transcript.lines[1]
+    assert_written_by_its_cpu_or_handed(ev, nmi_line, 0, may_hand=True)
+    with pytest.raises(AssertionError) as e:
+        assert_written_by_its_cpu_or_handed(ev, nmi_line, 0, may_hand=False)
+    assert str(e.value).startswith("emergency line writer: the line from cpu0 was written by "
+                                   "vCPUs [1]")
+
+
+def test_a_line_of_two_writers_is_never_handed():
+    half = len(HANDED[1]) // 2
+    ev = handed_evidence(thr(1, HANDED[0] + "\r\n") + thr(1, HANDED[1][:half])
+                         + thr(0, HANDED[1][half:] + "\r\n"))
+    with pytest.raises(AssertionError, match=r"written by vCPUs \[0, 1\]"):
+        assert_written_by_its_cpu_or_handed(ev, ev.transcript.lines[1], 0, may_hand=True)
