@@ -15,7 +15,8 @@ from typing import IO, Callable, Dict, List, Optional, Tuple
 
 from rig import backend, bundle, logparse, paths, snapshot
 from rig.build import artifacts
-from rig.machine import BootResult, Phase, default_phases, warm_reset_phases
+from rig.machine import (BootResult, Phase, default_phases, panic_hold_phases,
+                         warm_reset_phases)
 from rig.qemu_argv import MachineConfig
 
 _counter = itertools.count()
@@ -42,6 +43,9 @@ class BootRequest:
     # The kernel panics and reboots (panic=-1); QEMU resets the machine, RAM
     # kept, and the second boot runs init again (S10's ramoops read-back).
     warm_reset: bool = False
+    # The kernel panics with panic=0 and holds: the run ends once the
+    # end-of-panic line is out and QEMU still runs (machine.panic_hold_phases).
+    panic_hold: bool = False
     name: str = "boot"
     run_dir: Optional[Path] = None
     initramfs: str = ""           # "" the standard one, "bench" rig bench's (rig.build.initramfs)
@@ -101,7 +105,9 @@ def machine_plan(req: BootRequest, qemu: Path, kernel: Path, initrd: Path, run_d
                         icount_shift=req.icount_shift, baud_model=req.baud_model,
                         uart_props=req.uart_props, warm_reset=req.warm_reset)
     slow = slowness(req)
-    phases = (warm_reset_phases if req.warm_reset else default_phases)(req.init_timeout_s, slow)
+    plan = (warm_reset_phases if req.warm_reset else
+            panic_hold_phases if req.panic_hold else default_phases)
+    phases = plan(req.init_timeout_s, slow)
     on_phase = None
     if req.qmp_when is not None:
         pattern, command, arguments = req.qmp_when

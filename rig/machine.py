@@ -54,6 +54,7 @@ class Phase:
     until: Optional[bytes]   # console regex that ends the phase; None: QEMU exit
     timeout_s: float
     panic_ends_it: bool = False   # the panic is expected: it ends this phase, the boot goes on
+    holds: bool = False      # until None: QEMU must *not* exit before the timeout (panic=0)
 
 
 def default_phases(init_timeout_s: float = 60.0, slow: float = 1.0) -> List[Phase]:
@@ -73,10 +74,23 @@ def warm_reset_phases(init_timeout_s: float = 60.0, slow: float = 1.0) -> List[P
                     Phase("reboot kernel", again[1].until, again[1].timeout_s)] + again[2:]
 
 
+PANIC_END_RE = rb"---\[ end Kernel panic - not syncing: .* \]---"
+HOLD_S = 2.0
+
+
+def panic_hold_phases(init_timeout_s: float = 60.0, slow: float = 1.0) -> List[Phase]:
+    """Boot, panic with panic=0: the kernel prints the end-of-panic line and
+    stays; QEMU must still run HOLD_S later, then the rig ends the run."""
+    first = default_phases(init_timeout_s, slow)[:2]
+    return first + [Phase("panic", PANIC_RE, init_timeout_s * slow, panic_ends_it=True),
+                    Phase("panic end", PANIC_END_RE, init_timeout_s * slow),
+                    Phase("hold", None, HOLD_S, holds=True)]
+
+
 @dataclass
 class PhaseResult:
     name: str
-    ended_by: str            # matched, qemu-exit, panic, timeout, skipped
+    ended_by: str            # matched, qemu-exit, panic, timeout, held, skipped
     wall_s: float
 
 
@@ -268,15 +282,25 @@ class Machine:
                 results.append(PhaseResult("restore", f"failed: {e}",
                                            round(time.monotonic() - start, 3)))
                 hung, last, pending = "restore", "restore", []
-        finished = False
+        finished = panicked = False
         while pending:
             phase = pending.pop(0)
             last = phase.name
             start = time.monotonic()
-            how = self._wait(phase.until, phase.timeout_s)
+            # After an expected panic, its own later lines repeat the banner.
+            how = self._wait(phase.until, phase.timeout_s,
+                             watch_panic=not (phase.holds or panicked))
             if how == "panic" and phase.panic_ends_it:
-                how = "matched"
+                how, panicked = "matched", True
+            if phase.holds:
+                # Still running at the end: the hold held. An exit ends the boot.
+                how = "held" if how == "timeout" else how
+                finished = how != "held" or not pending
             results.append(PhaseResult(phase.name, how, round(time.monotonic() - start, 3)))
+            if phase.holds:
+                if how != "held":
+                    break
+                continue
             if how == "timeout":
                 hung = phase.name
                 break
