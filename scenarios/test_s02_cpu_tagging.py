@@ -29,22 +29,25 @@ def test_s2_cpu_field(rig_run, flavor, lacks):
                  irq_cpus=mask([0, 1]), nmi_cpus=mask([0, 1]))
     lines = [ln for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
     bad = [ln for ln in lines if not CPU_FIELD.match(ln.raw)]
-    assert not bad, (f"console line {bad[0].lineno} has no CPU field: {bad[0].raw[:80]!r} "
-                     f"({len(bad)} of {len(lines)}; {ev.where()})")
+    assert not bad, (f"CPU tagging: console line {bad[0].lineno} has no CPU field: "
+                     f"{bad[0].raw[:80]!r} ({len(bad)} of {len(lines)}; {ev.where()})")
     bad = [r for r in ev.kmsg if not (r.extra and r.extra[0].isdigit())]
-    assert not bad, f"/dev/kmsg record seq {bad[0].seq} has no CPU header field ({ev.where()})"
+    assert not bad, (f"CPU tagging: /dev/kmsg record seq {bad[0].seq} has no CPU header "
+                     f"field ({ev.where()})")
     for r in ev.kmsg:
         tag = parse_tag(r.text)
         if tag and tag.scen == "S2":
             assert int(r.extra[0]) == tag.cpu, (
-                f"/dev/kmsg record seq {r.seq} has CPU field {r.extra[0]}, the module printed "
-                f"it on CPU {tag.cpu} ({ev.where()})")
+                f"CPU tagging: /dev/kmsg record seq {r.seq} has CPU field {r.extra[0]}, the "
+                f"module printed it on CPU {tag.cpu} ({ev.where()})")
     tagged = ev.tagged("S2")
-    assert len(tagged) == 64, f"{len(tagged)} of 64 tagged lines on the console ({ev.where()})"
+    assert len(tagged) == 64, (f"CPU tagging: {len(tagged)} of 64 tagged lines on the console "
+                               f"({ev.where()})")
     assert {t.ctx for _, t in tagged} == {"task", "irq", "nmi"}, ev.where()
     for line, tag in tagged:
-        assert line.cpu == tag.cpu, (f"line {line.lineno} says CPU {line.cpu}, the module "
-                                     f"printed it on CPU {tag.cpu}: {line.raw!r}")
+        assert line.cpu == tag.cpu, (f"CPU tagging: console line {line.lineno} says CPU "
+                                     f"{line.cpu}, the module printed it on CPU {tag.cpu}: "
+                                     f"{line.raw!r}")
         if tag.level < 5:
             # A caller in NMI or with interrupts off hands its record to
             # the emergency writer that holds the console rather than wait.

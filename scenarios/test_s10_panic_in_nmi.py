@@ -14,8 +14,11 @@ A third case keeps QEMU running across the reboot (a warm reset: RAM is
 kept): kmsg_dump hands the panic records to ramoops in reserved RAM, and the
 boot after the reset reads them back from /sys/fs/pstore. The dump must hold
 the panic message and its NMI backtrace, in the order the console printed
-them, and the flood records in per-CPU order. Both flavors must pass
-(kmsg_dump and its iterator are in 6.12)."""
+them, and the flood records in per-CPU order; leaving the flood records out,
+the panic in the dump and on the console are the same lines, up to the last
+(kmsg_dump delivers the whole panic); and on the patched flavor a module
+record's CPU field in the dump is the CPU the module printed it on. Both
+flavors must pass (kmsg_dump and its iterator are in 6.12)."""
 import pytest
 
 from rig import logparse
@@ -106,6 +109,37 @@ def test_s10_kmsg_dump_keeps_the_panic_in_ramoops_across_a_warm_reset(rig_run, f
     assert missing is None, (
         f"dumped panic record {missing!r} is not on the console in the same order "
         f"({ev.where()})")
+    # Whole, up to its last record: leaving out the flood records, which
+    # the console prints in its own order, the panic on the console and in
+    # the dump are the same lines. With panic=-1 nothing prints after the
+    # dump, so the console's last line is the dump's last record.
+    def is_flood(tag):
+        return tag is not None and tag.scen == "S10-ramoops" and tag.ctx == "task"
+
+    def panic_part(lines):
+        return [t for t in lines if not is_flood(parse_tag(t))]
+    # The console's own notes (a replay after a takeover) are not records.
+    records = [ln.text for ln in ev.transcript.lines[:len(console)]
+               if ln.dropped is None and not ln.replay]
+    first_rec = next(i for i, t in enumerate(records) if PANIC in t)
+    end_rec = next((i for i, t in enumerate(records) if i > first_rec
+                    and t.startswith("Linux version")), len(records))
+    on_console, in_dump = panic_part(records[first_rec:end_rec]), panic_part(texts[start:])
+    differ = next(((i, d, c) for i, (d, c) in enumerate(zip(in_dump, on_console)) if d != c),
+                  None)
+    assert in_dump == on_console, (
+        f"kmsg_dump: the dumped panic is not the console's: " + (
+            f"line {differ[0]} is {differ[1]!r} in the dump, {differ[2]!r} on the console"
+            if differ else f"{len(in_dump)} lines in the dump, {len(on_console)} on the "
+                           f"console") + f" ({ev.where()})")
+    # Every text export carries the CPU field: in the dump, a module
+    # record's field is the CPU the module printed it on.
+    for ln in dumped:
+        tag = parse_tag(ln.text)
+        if tag and tag.scen == "S10-ramoops" and flavor != "vanilla":
+            assert ln.cpu == tag.cpu, (
+                f"kmsg_dump: dumped record {ln.text!r} has CPU field {ln.cpu}, the module "
+                f"printed it on CPU {tag.cpu} ({ev.where()})")
     flood = [t.seq for t in map(parse_tag, texts)
              if t and t.scen == "S10-ramoops" and t.ctx == "task"]
     assert flood and flood == sorted(flood), f"dumped flood records out of order: {flood}"
