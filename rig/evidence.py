@@ -50,7 +50,8 @@ class Evidence:
     def during_call(self, tag: Tag) -> List[uartlog.Record]:
         """THR records between the module's before/after markers of one call."""
         return [r for r in uartlog.between_markers(self.log, tag.marker(MARK_BEFORE),
-                                                   tag.marker(MARK_AFTER)) if r.reg == "THR"]
+                                                   tag.marker(MARK_AFTER), cpu=tag.cpu)
+                if r.reg == "THR"]
 
     def wire_line_of(self, line: logparse.ConsoleLine) -> Optional[WireLine]:
         return find_line(self.wire, line.raw)

@@ -130,14 +130,18 @@ def pack_record(seq, vtime_ns, cpu, reg, value, flags=0) -> bytes:
     return RECORD.pack(seq, vtime_ns, NO_CPU if cpu is None else cpu, code, flags, value)
 
 
-def between_markers(log: UartLog, first: int, last: int) -> List[Record]:
-    """Records after the first MARKER `first` and before the next MARKER `last`."""
-    start = next((i for i, r in enumerate(log.records)
-                  if r.reg == "MARKER" and r.value == first), None)
+def between_markers(log: UartLog, first: int, last: int,
+                    cpu: Optional[int] = None) -> List[Record]:
+    """Records after the first MARKER `first` and before the next MARKER `last`,
+    both written by vCPU cpu if given (two CPUs may mark the same value)."""
+    def is_marker(r: Record, value: int) -> bool:
+        return r.reg == "MARKER" and r.value == value and (cpu is None or r.cpu == cpu)
+    start = next((i for i, r in enumerate(log.records) if is_marker(r, first)), None)
     if start is None:
-        raise UartLogError(f"no marker {first:#x} in the log")
+        raise UartLogError(f"no marker {first:#x} in the log"
+                           + (f" from vCPU {cpu}" if cpu is not None else ""))
     end = next((i for i in range(start + 1, len(log.records))
-                if log.records[i].reg == "MARKER" and log.records[i].value == last), None)
+                if is_marker(log.records[i], last)), None)
     if end is None:
         raise UartLogError(f"marker {first:#x} at record {start} has no marker {last:#x} after it")
     return log.records[start + 1:end]

@@ -33,7 +33,8 @@ WEDGED = 0
 
 
 @pytest.mark.parametrize("nmi_from", ["uart", "host"])
-def test_s6_nmi_message_on_the_wire_while_the_cpu_spins(rig_run, flavor, lacks, nmi_from):
+def test_s6_nmi_message_on_the_wire_while_the_cpu_spins(rig_run, flavor, like, lacks,
+                                                       nmi_from):
     if nmi_from == "host":
         lacks("vanilla", "printk() in NMI is deferred to irq_work (no atomic console)")
     ev = rig_run(flavor, "S6", "run", deterministic=None if nmi_from == "uart" else False,
@@ -51,5 +52,9 @@ def test_s6_nmi_message_on_the_wire_while_the_cpu_spins(rig_run, flavor, lacks, 
         f"({(wl.last.vtime_ns - end.vtime_ns) / 1e6:+.1f} ms from the spin's end): "
         f"it waited for the CPU to enable interrupts ({ev.where()})")
     # An NMI does not wait for another CPU's emergency writer: it may hand
-    # its record to it, which writes it right after its own line.
-    assert_written_by_its_cpu_or_handed(ev, nmi[0][0], WEDGED, may_hand=True)
+    # its record to it, which writes it right after its own line. Vanilla
+    # has no such handover: a console lock holder that prints the record
+    # along, if the host's NMI happens to come while it prints, does not
+    # count, so that vanilla's host case fails whatever the host's timing.
+    may_hand = nmi_from == "uart" or like != "vanilla"
+    assert_written_by_its_cpu_or_handed(ev, nmi[0][0], WEDGED, may_hand=may_hand)

@@ -54,3 +54,14 @@ def test_read_prefixes_the_path(tmp_path):
     p.write_bytes(b"junk")
     with pytest.raises(UartLogError, match=r"uart.log: log is 4 bytes"):
         uartlog.read(p)
+
+
+def test_between_markers_of_one_vcpu_when_two_mark_the_same_value():
+    recs = [pack_record(0, 100, 0, "MARKER", 1), pack_record(1, 110, 0, "THR", ord("a")),
+            pack_record(2, 120, 1, "MARKER", 1), pack_record(3, 130, 0, "MARKER", 2),
+            pack_record(4, 140, 1, "THR", ord("b")), pack_record(5, 150, 1, "MARKER", 2)]
+    log = uartlog.parse(pack_header() + b"".join(recs))
+    assert [r.seq for r in uartlog.between_markers(log, 1, 2)] == [1, 2]
+    assert [r.seq for r in uartlog.between_markers(log, 1, 2, cpu=1)] == [3, 4]
+    with pytest.raises(UartLogError, match="from vCPU 2"):
+        uartlog.between_markers(log, 1, 2, cpu=2)

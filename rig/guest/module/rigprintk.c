@@ -224,6 +224,14 @@ static int single_cpu = -1;
 module_param(single_cpu, int, 0644);
 MODULE_PARM_DESC(single_cpu, "CPU that prints it (-1: wherever the run is)");
 
+static unsigned int cont_count;
+module_param(cont_count, uint, 0644);
+MODULE_PARM_DESC(cont_count, "at run, print this many tagged records in three pieces with pr_cont()");
+
+static int cont_level = 3;
+module_param(cont_level, int, 0644);
+MODULE_PARM_DESC(cont_level, "loglevel of those records (default 3, ERR)");
+
 static bool flush_first;
 module_param(flush_first, bool, 0644);
 MODULE_PARM_DESC(flush_first, "wait until the consoles printed everything before the run's actions");
@@ -302,6 +310,29 @@ static void tagged_printk(int level, unsigned int padlen, struct timing *t)
 	mark(MARK_AFTER << 28 | tag);
 	if (t)
 		timing_add(t, t1 - t0);
+}
+
+/*
+ * A tagged record built in three pieces, the way pr_cont() callers build
+ * theirs: the whole record parses as a tag, a piece alone does not. On one
+ * CPU throughout, so that the record's CPU is the tag's.
+ */
+static void cont_printk(int level, unsigned int padlen)
+{
+	enum rig_ctx ctx = current_ctx();
+	unsigned int cpu = get_cpu();
+	unsigned int seq = this_cpu_inc_return(tag_seq[ctx]) - 1;
+	u32 tag = (ctx << 24) | (seq & 0xffffff);
+
+	padlen = min_t(unsigned int, padlen, sizeof(pad) - 1);
+	printk("%c%crigprintk: scen=%s cpu=%u ctx=%s",
+	       KERN_SOH_ASCII, '0' + level, scen, cpu, ctx_names[ctx]);
+	pr_cont(" seq=%u lvl=%d", seq, level);
+	/* The call that completes the record is the one marked. */
+	mark(MARK_BEFORE << 28 | tag);
+	pr_cont("%s%.*s\n", padlen ? " pad=" : "", padlen, pad);
+	mark(MARK_AFTER << 28 | tag);
+	put_cpu();
 }
 
 static int timing_init(struct timing *t, unsigned int max_calls)
@@ -980,6 +1011,17 @@ static int do_run(void)
 		tagged_printk(single_level, single_len, NULL);
 		if (single_cpu >= 0)
 			set_cpus_allowed_ptr(current, cpu_possible_mask);
+	}
+
+	/* Records in pieces, also while the floods queue. */
+	if (cont_count) {
+		unsigned int i;
+
+		if (single_cpu >= 0 && cpu_online(single_cpu))
+			set_cpus_allowed_ptr(current, cpumask_of(single_cpu));
+		for (i = 0; i < cont_count; i++)
+			cont_printk(cont_level, single_len);
+		set_cpus_allowed_ptr(current, cpu_possible_mask);
 	}
 
 	spinning = spin_start();
