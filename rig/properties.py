@@ -5,6 +5,7 @@ from typing import Optional
 
 from rig.evidence import Evidence
 from rig.rigprintk import MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_RUN_BEGIN, Tag
+from rig.takeover import takeovers
 from rig.wire import (foreign_byte, ier_problem, marker, own_wire_ns, programmed_format,
                       windows)
 
@@ -149,3 +150,30 @@ def assert_no_lockup_report(ev: Evidence):
     hit = next((ln for ln in ev.transcript.lines if LOCKUP_RE.search(ln.raw)), None)
     assert hit is None, (f"lockup report: console line {hit.lineno}: {hit.raw!r} "
                          f"({ev.where()})")
+
+
+def assert_ousted_writer_keeps_off(ev: Evidence, expect_takeover: bool):
+    """The 8250 after a takeover: a console writer that lost the console to
+    another CPU does not touch the UART while the new owner writes, not even
+    to poll LSR (rig.takeover). expect_takeover: the scenario is built to
+    make one, so none at all is a broken setup. Judged from the module's
+    run-begin marker on: before it, the tty layer sets IER too."""
+    begin = marker(ev.log, MARK_RUN_BEGIN)
+    if begin is None and not expect_takeover:
+        return
+    assert begin is not None, f"no run-begin marker in the register log ({ev.where()})"
+    found = takeovers(ev.log, begin.seq)
+    bad = [t for t in found if t.stray is not None]
+    if bad:
+        t = bad[0]
+        end = (f"log record {t.ended.seq}" if t.ended else "never")
+        kind = "read" if t.stray.is_read else "write"
+        raise AssertionError(
+            f"8250 after a takeover: vCPU {t.ousted_cpu} touched the UART after vCPU "
+            f"{t.taker.cpu} took the console over: {t.stray.reg} {kind} at log record "
+            f"{t.stray.seq}, {(t.stray.vtime_ns - t.taker.vtime_ns) / 1e3:.1f} us after the "
+            f"takeover at log record {t.taker.seq}; the new owner's write ended: {end} "
+            f"({len(bad)} of {len(found)} takeovers) ({ev.where()})")
+    assert found or not expect_takeover, (
+        f"S22 setup: no console write of one vCPU was taken over by another "
+        f"({ev.where()})")

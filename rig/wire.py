@@ -184,15 +184,20 @@ def own_wire_ns(log: UartLog, window: Window, fmt: LineFormat) -> float:
 
 # --- IER across the console writes -------------------------------------------------
 
+def port_ier(log: UartLog, from_seq: int) -> int:
+    """The port's own IER: the last non-zero value written before from_seq."""
+    values = [r.value for r in log.records[:from_seq]
+              if r.reg == "IER" and not r.is_read and r.value]
+    return values[-1] if values else 0
+
+
 def ier_problem(log: UartLog, from_seq: int) -> Optional[str]:
     """Console writes clear IER and restore what they found, however they nest:
     from log record from_seq on, IER is only ever 0 or the port's own value,
     and it ends with that value. The port's own value is the last non-zero IER
     written before from_seq (a write may be in progress there, with IER 0).
     None if that holds, else what broke it."""
-    before = [r.value for r in log.records[:from_seq] if r.reg == "IER" and not r.is_read
-              and r.value]
-    v0 = before[-1] if before else 0
+    v0 = port_ier(log, from_seq)
     during = [r for r in log.records[from_seq:] if r.reg == "IER" and not r.is_read]
     odd = next((r for r in during if r.value not in (0, v0)), None)
     if odd is not None:

@@ -10,6 +10,7 @@ from rig.boot import DEFAULT_ICOUNT_SHIFT, BootRequest, boot
 from rig import golden, paths
 from rig.build import custom
 from rig.evidence import Evidence
+from rig.properties import assert_ousted_writer_keeps_off
 from rig.rigprintk import cmdline
 
 GOLDEN_CHANGES = pytest.StashKey[list]()
@@ -97,7 +98,8 @@ def pytest_terminal_summary(terminalreporter, config):
 @pytest.fixture
 def rig_run(rig_boot, request):
     """Boot flavor with rig-init steps and test module parameters; the run must
-    end cleanly (unless expect says otherwise); returns the parsed Evidence."""
+    end cleanly (unless expect says otherwise) and keep the properties of
+    every run; returns the parsed Evidence."""
     def run(flavor: str, name: str, steps: str, extra: str = "", expect: str = "clean",
             smp: int = 2, uart_props=None, qmp_when=None, baud_model: bool = True,
             deterministic: Optional[bool] = None, icount_shift: Optional[int] = None,
@@ -113,7 +115,11 @@ def rig_run(rig_boot, request):
         assert result.outcome.cls == expect, (f"{name} on {flavor}: {result.outcome.cls}, "
                                               f"expected {expect}: {result.outcome.detail} "
                                               f"(run directory {result.run_dir})")
-        return Evidence.of(result)
+        ev = Evidence.of(result)
+        # A property of every run: nobody touches the UART while another
+        # CPU's write holds it (S22 builds the takeovers that show it).
+        assert_ousted_writer_keeps_off(ev, expect_takeover=False)
+        return ev
     return run
 
 
