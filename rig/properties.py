@@ -177,3 +177,71 @@ def assert_ousted_writer_keeps_off(ev: Evidence, expect_takeover: bool):
     assert found or not expect_takeover, (
         f"S22 setup: no console write of one vCPU was taken over by another "
         f"({ev.where()})")
+
+
+def console_record_lines(ev: Evidence, levels):
+    """The lines the console must show for the /dev/kmsg dump's records of
+    the given levels: (record seq, text), a record of several lines as
+    several."""
+    return [(r.seq, line) for r in ev.kmsg if r.level in levels
+            for line in r.text.split("\n")]
+
+
+def assert_records_once_in_order(ev: Evidence, console_loglevel: int = 7,
+                                 overtaking_below: int = 0):
+    """Every record of the /dev/kmsg dump that the console must print is on
+    it exactly once, from the first record on, with no gap or duplicate (the
+    console's own replay and dropped lines aside), in the dump's order; the
+    emergency records (levels below overtaking_below) in their own order,
+    since they overtake the backlog."""
+    have = [ln for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
+    for levels in (range(overtaking_below), range(overtaking_below, console_loglevel)):
+        want = console_record_lines(ev, levels)
+        texts = {text for _, text in want}
+        mine = [ln for ln in have if ln.text in texts]
+        problem = first_out_of_place(want, mine)
+        assert problem is None, (
+            f"records once and in order: {problem} ({len(want)} lines of levels "
+            f"{levels.start}-{levels.stop - 1}) ({ev.where()})")
+
+
+def first_out_of_place(want, have) -> Optional[str]:
+    """Where the console lines have differ from the wanted (seq, text)s, or None."""
+    for i, (seq, text) in enumerate(want):
+        got = have[i] if i < len(have) else None
+        if got is not None and got.text == text:
+            continue
+        if got is None:
+            how = "the console ends before it"
+        elif i and got.text == want[i - 1][1]:
+            how = f"console line {got.lineno} repeats the record before it: {got.raw!r}"
+        elif any(ln.text == text for ln in have[i + 1:]):
+            how = f"console line {got.lineno} comes first: {got.raw!r}"
+        else:
+            how = f"it is not on the console; console line {got.lineno} is {got.raw!r}"
+        return f"record seq {seq} {text!r} (line {i + 1}): {how}"
+    return None
+
+
+def assert_boot_console_prints_when_stored(ev: Evidence, real_console: str, bound_ms: float):
+    """A boot console prints each record when it is stored: it is the only
+    way out before the real console (and any printer thread) exists. Each
+    record stored before the real_console line, once the clock runs, starts
+    on the wire no later than bound_ms after its timestamp, measured against
+    the record that got there fastest (the guest clock's offset from the
+    register log's virtual time)."""
+    lags = []
+    for line in ev.transcript.lines:
+        wl = ev.wire_line_of(line)
+        if wl is not None and line.ts_usec:
+            lags.append((line, wl, wl.first.vtime_ns - line.ts_usec * 1000))
+    end = next((i for i, (ln, _, _) in enumerate(lags) if real_console in ln.raw), None)
+    assert end, f"boot console: no {real_console!r} line after an early one ({ev.where()})"
+    offset = min(lag for _, _, lag in lags)
+    line, wl, lag = max(lags[:end], key=lambda x: x[2])
+    late_ms = (lag - offset) / 1e6
+    assert late_ms <= bound_ms, (
+        f"boot console: console line {line.lineno} {line.raw!r} reached the wire "
+        f"{late_ms:.1f} ms after it was stored (bound {bound_ms} ms), at log record "
+        f"{wl.first.seq}: the boot console did not print it when it was stored, but "
+        f"later ({end} records before {real_console!r}) ({ev.where()})")

@@ -8,7 +8,8 @@ import pytest
 
 from rig.boot import DEFAULT_ICOUNT_SHIFT, BootRequest, boot
 from rig import golden, paths
-from rig.build import custom
+from rig.build import artifacts, custom
+from rig.build.runner import BuildError
 from rig.evidence import Evidence
 from rig.properties import assert_ousted_writer_keeps_off
 from rig.rigprintk import cmdline
@@ -153,3 +154,16 @@ def lacks(request, like):
             request.applymarker(pytest.mark.xfail(strict=True, raises=AssertionError,
                                                   reason=f"{which}: {reason}"))
     return mark
+
+
+@pytest.fixture
+def needs_config(flavor):
+    """needs_config("CONFIG_X", why): the scenario needs the option in the
+    kernel it boots; a kernel without it fails the test before the boot,
+    naming the option and the .config."""
+    def need(option: str, why: str):
+        try:
+            custom.require_option(artifacts.kernel(flavor).path("build_dir"), option, why)
+        except BuildError as e:
+            pytest.fail(str(e), pytrace=False)
+    return need

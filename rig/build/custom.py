@@ -49,6 +49,18 @@ def config_of(build: Path) -> Dict[str, str]:
     return out
 
 
+def require_option(build: Path, option: str, why: str) -> None:
+    """A scenario's own need of the kernel configuration: BuildError naming
+    the option and the .config that lacks it."""
+    config_file = build / ".config"
+    if not config_file.is_file():
+        raise BuildError(f"{option} is needed ({why}), and the kernel has no {config_file} "
+                         f"to tell: give --kernel-build DIR")
+    if config_of(build).get(option) != "y":
+        raise BuildError(f"{option} is not set in {config_file}: {why}. Enable it "
+                         f"(kernel-patches/rig.config for the rig's flavors) and rebuild")
+
+
 def check(image: Path, build: Path) -> None:
     if not image.is_file():
         raise BuildError(f"--kernel {image}: no such kernel image")

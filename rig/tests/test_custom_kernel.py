@@ -98,3 +98,14 @@ def test_two_xdist_workers_do_not_collide(tmp_path):
     pids = {r.name.rsplit("-", 2)[1] for r in runs}     # <stamp>-<name>-<flavor>-<pid>-<n>
     assert len(pids) == 2, f"not two workers: run directories {[r.name for r in runs]}"
     assert all((r / "summary.json").is_file() and (r / "uart.log").is_file() for r in runs)
+
+
+def test_a_scenarios_own_config_need_names_the_option_and_the_file(tmp_path):
+    with pytest.raises(BuildError, match=r"has no .*\.config to tell: give --kernel-build"):
+        custom.require_option(tmp_path, "CONFIG_SERIAL_EARLYCON", "S23 boots with earlycon")
+    (tmp_path / ".config").write_text("CONFIG_SERIAL_8250=y\n# CONFIG_SERIAL_EARLYCON is not set\n")
+    with pytest.raises(BuildError) as e:
+        custom.require_option(tmp_path, "CONFIG_SERIAL_EARLYCON", "S23 boots with earlycon")
+    assert str(e.value).startswith(f"CONFIG_SERIAL_EARLYCON is not set in {tmp_path}/.config: "
+                                   "S23 boots with earlycon. Enable it")
+    custom.require_option(tmp_path, "CONFIG_SERIAL_8250", "the console")
