@@ -16,7 +16,8 @@ def test_s1_boot(flavor, rig_boot):
     result = rig_boot(BootRequest(flavor=flavor, name="S1-boot"))
     checks = boot_checks(result)
     failed = [c for c in checks if not c.ok]
-    assert not failed, (f"S1 on {flavor} ({result.summary['kernel']['release']}), run "
-                        f"directory {result.run_dir}:\n" + "\n".join(str(c) for c in failed))
+    assert not failed, (f"boot: {'; '.join(c.prop for c in failed)} on {flavor} "
+                        f"({result.summary['kernel']['release']}), run directory "
+                        f"{result.run_dir}:\n" + "\n".join(str(c) for c in failed))
     if flavor != custom.CUSTOM:
         assert result.summary["kernel"]["release"].endswith(f"-rig-{flavor}")

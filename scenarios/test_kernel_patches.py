@@ -36,18 +36,21 @@ def test_nmi_error_reaches_the_wire_ahead_of_the_backlog(rig_run):
     ev = rig_run("patched", "nmi-backlog", "run", deterministic=True, **BACKLOG)
     tagged = ev.tagged("nmi-backlog")
     nmi = [(i, ln, t) for i, (ln, t) in enumerate(tagged) if t.ctx == "nmi"]
-    assert len(nmi) == 1, f"expected one NMI line, found {len(nmi)} ({ev.where()})"
+    assert len(nmi) == 1, (f"records once: the NMI's line is on the console {len(nmi)} times, "
+                           f"not once ({ev.where()})")
     pos, line, tag = nmi[0]
     after = [t for ln, t in tagged[pos + 1:] if t.ctx == "task"]
     assert len(after) >= FLOOD * 2 // 3, (
-        f"only {len(after)} flood lines followed the NMI line: the backlog was not "
+        f"emergency ordering: only {len(after)} flood lines followed the NMI line: the "
+        f"backlog was not "
         f"there or the NMI line waited for it ({ev.where()})")
-    assert line.cpu == 1 and tag.cpu == 1, f"NMI line {line.raw!r} not from CPU 1"
+    assert line.cpu == 1 and tag.cpu == 1, (f"CPU tagging: the NMI line says CPU {line.cpu}, the "
+                                            f"module printed it on CPU {tag.cpu}: {line.raw!r}")
     assert_immediate(ev, line, tag)
     assert_ier_restored(ev)
     flood = sorted(t.seq for ln, t in tagged if t.ctx == "task")
     assert flood == list(range(FLOOD)), (
-        f"flood records lost or doubled on the console: {len(flood)} lines, "
+        f"no loss: flood records lost or doubled on the console: {len(flood)} lines, "
         f"{len(set(flood))} distinct ({ev.where()})")
 
 
@@ -91,8 +94,8 @@ def test_nmi_on_the_writing_cpu_defers_its_record_without_loss(rig_run, flavor, 
     assert len(fired) == 1, f"the UART fired {len(fired)} NMIs ({ev.where()})"
     tagged = ev.tagged("nmi-writer")
     nmi = [(ln, t) for ln, t in tagged if t.ctx == "nmi"]
-    assert len(nmi) == 1, (f"the NMI's record is on the console {len(nmi)} times, not once "
-                           f"({ev.where()})")
+    assert len(nmi) == 1, (f"records once: the NMI's record is on the console {len(nmi)} "
+                           f"times, not once ({ev.where()})")
     victim = [ln for ln, t in tagged if t.ctx == "task" and t.seq == 5]
     assert len(victim) == 1 and not any(WRITER_VICTIM in w.raw for _, w in
                                         ev.transcript.interrupted), (
@@ -123,7 +126,8 @@ def test_legacy_console_is_printed_by_the_printer_thread(rig_run, flavor, lacks)
     s = console_stats(ln.text for ln in ev.transcript.lines)
     assert s is not None, f"no test console summary line ({ev.where()})"
     assert s["by_callers"] == 0, (
-        f"{s['by_callers']} of the legacy console's {s['writes']} writes ran in a flooding "
+        f"legacy printer thread: {s['by_callers']} of the legacy console's {s['writes']} "
+        f"writes ran in a flooding "
         f"printk() caller's context, not in the printer thread ({ev.where()})")
 
 
@@ -144,7 +148,8 @@ def test_timestamp_is_the_time_of_the_call(rig_run, flavor, like):
             lags.append(r.ts_usec - tag.t_call_ns // 1000)
     assert len(lags) == 5, f"expected 5 stamped records, got {len(lags)} ({ev.where()})"
     if like == "patched":
-        assert max(lags) < 1000, (f"record timestamps lag the printk() call by {lags} us "
+        assert max(lags) < 1000, (f"timestamp at the call: record timestamps lag the "
+                                  f"printk() call by {lags} us "
                                   f"with printk_delay={DELAY_MS} ms ({ev.where()})")
     else:
         # Vanilla reads the clock after printk_delay (mdelay: calibrated, not exact).

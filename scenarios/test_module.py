@@ -29,12 +29,14 @@ CRASHES = {
 def test_crash_trigger_while_another_cpu_prints(rig_run, flavor, crash):
     cls, ctx, text = CRASHES[crash]
     ev = rig_run(flavor, crash, "run", expect=cls, crash=crash, crash_cpu=1, **FLOOD)
-    assert text.encode() in ev.result.console, f"no {text!r} on the console ({ev.where()})"
+    assert text.encode() in ev.result.console, (f"crash on the console: no {text!r} on the "
+                                                f"console ({ev.where()})")
     if crash.startswith("oops"):
         assert b"Oops: " in ev.result.console, ev.where()
     last = [t for _, t in ev.tagged(crash) if t.level == 0]
     assert len(last) == 1 and last[0].ctx == ctx, (
-        f"the crash's own KERN_EMERG record from {ctx} context: found {last} ({ev.where()})")
+        f"records once: the crash's own KERN_EMERG record from {ctx} context: found {last} "
+        f"({ev.where()})")
     assert any(t.ctx == "task" and t.level == 6 for _, t in ev.tagged(crash)), (
         f"no flood line on the console ({ev.where()})")
 
@@ -43,6 +45,8 @@ def test_panic_from_the_nmi_ipi_handler(rig_run, flavor):
     ev = rig_run(flavor, "nmi-ipi-panic", "run", expect="panic", nmi_cpus=mask([1]),
                  nmi_panic=True, **FLOOD)
     text = "Kernel panic - not syncing: rigprintk: panic from the NMI handler on CPU 1"
-    assert text.encode() in ev.result.console, f"no {text!r} on the console ({ev.where()})"
+    assert text.encode() in ev.result.console, (f"crash on the console: no {text!r} on the "
+                                                f"console ({ev.where()})")
     nmi = [t for _, t in ev.tagged("nmi-ipi-panic") if t.ctx == "nmi"]
-    assert len(nmi) == 1 and nmi[0].cpu == 1, f"NMI records {nmi} ({ev.where()})"
+    assert len(nmi) == 1 and nmi[0].cpu == 1, (f"records once: the NMI's records on the "
+                                               f"console: {nmi} ({ev.where()})")

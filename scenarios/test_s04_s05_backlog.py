@@ -32,24 +32,29 @@ def test_s4_emergency_line_overtakes_the_backlog(rig_run, flavor, lacks):
     ev = rig_run(flavor, "S4", "run", **BACKLOG)
     tagged = ev.tagged("S4")
     err = [(i, ln, t) for i, (ln, t) in enumerate(tagged) if t.level == 3]
-    assert len(err) == 1, f"{len(err)} ERR lines on the console ({ev.where()})"
+    assert len(err) == 1, (f"records once: the ERR line is on the console {len(err)} times, "
+                           f"not once ({ev.where()})")
     pos, line, tag = err[0]
     older_after = [t for _, t in tagged[pos + 1:] if t.t_call_ns < tag.t_call_ns]
     assert len(older_after) >= FLOOD // 2, (
-        f"the ERR line came after the backlog: only {len(older_after)} older INFO lines "
+        f"emergency ordering: the ERR line came after the backlog: only {len(older_after)} "
+        f"older INFO lines "
         f"were printed after it ({ev.where()})")
     flood = sorted(t.seq for _, t in tagged if t.level == 6)
     assert flood == list(range(FLOOD)), (
-        f"backlog not printed completely after the ERR line: {len(flood)} of {FLOOD} lines, "
+        f"no loss: backlog not printed completely after the ERR line: {len(flood)} of "
+        f"{FLOOD} lines, "
         f"{len(set(flood))} distinct ({ev.where()})")
     wl = ev.wire_line_of(line)
-    assert wl is not None, f"the ERR line is not whole on the wire ({ev.where()})"
+    assert wl is not None, (f"emergency contiguity: the ERR line is not whole on the wire "
+                            f"({ev.where()})")
     lat = line_latency(ev.log, wl, since_ns=marker(ev.log, tag.marker(MARK_BEFORE)).vtime_ns)
     print(f"ERR line under backlog: {lat.ns / 1e6:.3f} ms from the call to its last bit on "
           f"the wire, {lat.line_bytes} bytes take {lat.physical_ns / 1e6:.3f} ms: "
           f"{lat.ratio:.3f}x")
     assert lat.ratio <= LATENCY_BOUND, (
-        f"the ERR line's last bit left the wire {lat.ns / 1e6:.3f} ms after the call, "
+        f"emergency latency: the ERR line's last bit left the wire {lat.ns / 1e6:.3f} ms "
+        f"after the call, "
         f"{lat.ratio:.2f}x the {lat.physical_ns / 1e6:.3f} ms its {lat.line_bytes} bytes take "
         f"at the programmed rate (bound {LATENCY_BOUND}x) ({ev.where()})")
 
@@ -62,5 +67,6 @@ def test_s5_info_printk_runs_in_bounded_time(rig_run, flavor, lacks, record_prop
     print(f"INFO printk() under a {FLOOD}-line backlog: p50 {s['p50']} ns, "
           f"p99 {s['p99']} ns, max {s['max']} ns")
     # One 60-byte line takes 5.2 ms on the wire: a bounded call is far below it.
-    assert s["p99"] < 2_000_000, (f"INFO printk() p99 {s['p99']} ns under backlog: callers "
+    assert s["p99"] < 2_000_000, (f"bounded printk(): INFO printk() p99 {s['p99']} ns under "
+                                  f"backlog: callers "
                                   f"print others' messages ({ev.where()})")

@@ -42,13 +42,16 @@ def test_s6_nmi_message_on_the_wire_while_the_cpu_spins(rig_run, flavor, like, l
                  unknown_nmi_cpus=mask([WEDGED]), nmi_level=3,
                  qmp_when=(rb"cpu 0 spins with interrupts off", "inject-nmi", {}))
     nmi = [(ln, t) for ln, t in ev.tagged("S6") if t.ctx == "nmi"]
-    assert len(nmi) == 1 and nmi[0][1].cpu == WEDGED, f"NMI lines: {nmi} ({ev.where()})"
+    assert len(nmi) == 1 and nmi[0][1].cpu == WEDGED, (
+        f"records once: the wedged CPU's NMI line is on the console {len(nmi)} times: "
+        f"{[ln.raw for ln, _ in nmi]} ({ev.where()})")
     begin, end = marker(ev.log, MARK_SPIN_BEGIN), marker(ev.log, MARK_SPIN_END)
     assert begin and end and begin.cpu == end.cpu == WEDGED, "no spin markers from the CPU"
     wl = ev.wire_line_of(nmi[0][0])
-    assert wl is not None, f"NMI line not found whole on the wire ({ev.where()})"
+    assert wl is not None, (f"emergency contiguity: the NMI line is not whole on the wire "
+                            f"({ev.where()})")
     assert wl.last.seq < end.seq, (
-        f"NMI line's last byte at log record {wl.last.seq} "
+        f"emergency from a wedged CPU: the NMI line's last byte at log record {wl.last.seq} "
         f"({(wl.last.vtime_ns - end.vtime_ns) / 1e6:+.1f} ms from the spin's end): "
         f"it waited for the CPU to enable interrupts ({ev.where()})")
     # An NMI does not wait for another CPU's emergency writer: it may hand

@@ -30,9 +30,13 @@ def test_s7_emergency_line_interrupts_a_line(rig_run, flavor, lacks):
     fired = [r for r in ev.log.records if r.reg == "NMI"]
     assert len(fired) == 1, f"the UART fired {len(fired)} NMIs ({ev.where()})"
     nmi = [(ln, t) for ln, t in ev.tagged("S7") if t.ctx == "nmi"]
-    assert len(nmi) == 1 and nmi[0][0].cpu == 1, f"NMI lines {nmi} ({ev.where()})"
+    assert len(nmi) == 1, (f"records once: the NMI's line is on the console {len(nmi)} times, "
+                           f"not once ({ev.where()})")
+    assert nmi[0][0].cpu == 1, (f"CPU tagging: the NMI line says CPU {nmi[0][0].cpu}, the "
+                                f"module printed it on CPU 1: {nmi[0][0].raw!r} ({ev.where()})")
     pairs = [(frag, whole) for frag, whole in ev.transcript.interrupted if VICTIM in whole.raw]
-    assert pairs, (f"no interrupted fragment of the victim line followed by its replay "
+    assert pairs, (f"emergency mid-line: no interrupted fragment of the victim line followed "
+                   f"by its replay "
                    f"({ev.where()})")
     frag, whole = pairs[0]
     assert frag.lineno < nmi[0][0].lineno < whole.lineno, (
@@ -41,5 +45,5 @@ def test_s7_emergency_line_interrupts_a_line(rig_run, flavor, lacks):
     assert len(frag.raw) < len(whole.raw), "the fragment is the whole line"
     wl = ev.wire_line_of(nmi[0][0])
     assert wl is not None and wl.body_cpus == {1}, (
-        f"emergency line not written whole by vCPU 1 ({ev.where()})")
+        f"emergency contiguity: the NMI's line not written whole by vCPU 1 ({ev.where()})")
     assert_ier_restored(ev)

@@ -26,11 +26,14 @@ def test_s8_emergency_lines_are_contiguous_and_ordered(rig_run, flavor, lacks):
     tagged = ev.tagged("S8")
     for line, tag in tagged:
         assert_contiguous(ev, line, tag.cpu)
-        assert line.cpu == tag.cpu, f"CPU field {line.cpu} on a line of cpu{tag.cpu}"
+        assert line.cpu == tag.cpu, (f"CPU tagging: console line {line.lineno} says CPU "
+                                     f"{line.cpu}, the module printed it on CPU {tag.cpu} "
+                                     f"({ev.where()})")
     for cpu in range(CPUS):
         seqs = [t.seq for _, t in tagged if t.cpu == cpu]
         assert sorted(seqs) == list(range(COUNT)), (
-            f"cpu{cpu}: {len(seqs)} of {COUNT} lines, {len(set(seqs))} distinct ({ev.where()})")
+            f"no loss: cpu{cpu}: {len(seqs)} of {COUNT} lines, {len(set(seqs))} distinct "
+            f"({ev.where()})")
         assert seqs == sorted(seqs), (
-            f"cpu{cpu}'s emergency lines out of order on the wire: "
+            f"emergency ordering: cpu{cpu}'s emergency lines out of order on the wire: "
             f"{[b for a, b in zip(seqs, seqs[1:]) if b < a][:5]} ({ev.where()})")

@@ -74,7 +74,8 @@ def test_s9_every_record_printed_or_counted_as_dropped(rig_run, flavor, like):
                 replayed.add(t.seq)
         after_replay = line.replay
     missing = sorted(emerg - set(seen))
-    assert not missing, f"emergency records not on the console: cpu0#{missing[:5]} ({ev.where()})"
+    assert not missing, (f"no loss: emergency records not on the console: cpu0#{missing[:5]} "
+                         f"({ev.where()})")
     # Walk the printer's lines: the dropped count before each printed INFO record
     # must cover exactly the INFO records missing since the previous one (the
     # count also covers emergency records that went out at once but were
@@ -113,7 +114,8 @@ def test_s9_every_record_printed_or_counted_as_dropped(rig_run, flavor, like):
             carried = prev_dropped + info_missing + 1
             may_carry = prev_dropped or prev in replayed
             assert exact or (may_carry and carried <= dropped <= carried + slack), (
-                f"between cpu0#{prev} and cpu0#{t.seq}: {info_missing} INFO records missing "
+                f"no loss: between cpu0#{prev} and cpu0#{t.seq}: {info_missing} INFO records "
+                f"missing "
                 f"from the console, dropped lines count {dropped}, at most "
                 f"{others(prev, t.seq)} records of others between them ({ev.where()})")
         prev, dropped, prev_dropped = t.seq, 0, dropped

@@ -48,14 +48,14 @@ def test_s10_panic_on_the_cpu_whose_printer_is_mid_byte(rig_run, flavor):
     # The NMI's own record could not be written at once (its CPU owned the
     # console, mid-byte): the panic flush must still print it, once.
     nmi = [ln for ln, t in ev.tagged("S10-midbyte") if t.ctx == "nmi"]
-    assert len(nmi) == 1, (f"the NMI's record before the panic is on the console {len(nmi)} "
-                           f"times, not once ({ev.where()})")
+    assert len(nmi) == 1, (f"records once: the NMI's record before the panic is on the "
+                           f"console {len(nmi)} times, not once ({ev.where()})")
 
 
 def assert_panic_complete(ev, panic=PANIC):
     texts = [ln.text for ln in ev.transcript.lines]
     start = next((i for i, t in enumerate(texts) if panic in t), None)
-    assert start is not None, f"no panic message on the wire ({ev.where()})"
+    assert start is not None, f"panic on the wire: no panic message on the wire ({ev.where()})"
     # With panic=-1 the kernel reboots (QEMU exits) right after the panic
     # notifiers, the last of which prints the kernel offset.
     end = next((i for i, t in enumerate(texts) if i > start and t.startswith("Kernel Offset:")),
@@ -128,7 +128,7 @@ def test_s10_kmsg_dump_keeps_the_panic_in_ramoops_across_a_warm_reset(rig_run, f
     differ = next(((i, d, c) for i, (d, c) in enumerate(zip(in_dump, on_console)) if d != c),
                   None)
     assert in_dump == on_console, (
-        f"kmsg_dump: the dumped panic is not the console's: " + (
+        "kmsg_dump: the dumped panic is not the console's: " + (
             f"line {differ[0]} is {differ[1]!r} in the dump, {differ[2]!r} on the console"
             if differ else f"{len(in_dump)} lines in the dump, {len(on_console)} on the "
                            f"console") + f" ({ev.where()})")

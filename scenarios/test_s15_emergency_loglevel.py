@@ -22,7 +22,8 @@ def test_s15_default_threshold_makes_err_immediate(rig_run, flavor, lacks):
     # the threshold alone.
     ev = rig_run(flavor, "S15-default", "printk,run", extra="rig.printk=7:4", single_level=3,
                  markers=True)
-    assert ev.printk_sysctl() == [7, 4, 1, 7, 5], f"/proc/sys/kernel/printk: {ev.printk_sysctl()}"
+    assert ev.printk_sysctl() == [7, 4, 1, 7, 5], (
+        f"emergency threshold: /proc/sys/kernel/printk reads {ev.printk_sysctl()}")
     assert_immediate(ev, *single(ev, "S15-default"))
 
 
@@ -30,7 +31,8 @@ def test_s15_boot_parameter_lowers_the_threshold(rig_run, flavor, lacks):
     lacks("vanilla", NO_CONTROL)
     ev = rig_run(flavor, "S15-param", "printk,run", extra="emergency_loglevel=3",
                  single_level=3, markers=True)
-    assert ev.printk_sysctl()[4:] == [3], f"/proc/sys/kernel/printk: {ev.printk_sysctl()}"
+    assert ev.printk_sysctl()[4:] == [3], (
+        f"emergency threshold: /proc/sys/kernel/printk reads {ev.printk_sysctl()}")
     assert_deferred(ev, *single(ev, "S15-param"))
 
 
@@ -38,7 +40,8 @@ def test_s15_sysctl_raises_the_threshold(rig_run, flavor, lacks):
     lacks("vanilla", NO_CONTROL)
     ev = rig_run(flavor, "S15-sysctl", "printk,run", extra="rig.printk=7:4:1:7:8",
                  single_level=6, markers=True)
-    assert ev.printk_sysctl() == [7, 4, 1, 7, 8], f"/proc/sys/kernel/printk: {ev.printk_sysctl()}"
+    assert ev.printk_sysctl() == [7, 4, 1, 7, 8], (
+        f"emergency threshold: /proc/sys/kernel/printk reads {ev.printk_sysctl()}")
     assert_immediate(ev, *single(ev, "S15-sysctl"))
 
 
