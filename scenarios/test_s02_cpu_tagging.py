@@ -3,13 +3,15 @@ timestamp; /dev/kmsg headers carry it; a tagged module message's field equals
 the CPU the module recorded; an emergency line's field equals the vCPU that
 wrote its bytes to THR, except for a record from NMI or interrupt context
 that was handed to the emergency writer holding the console, which writes
-it whole right after its own line.
+it whole right after its own line. The other text exports, syslog(2)
+READ_ALL and /proc/kmsg, carry the same field for every tagged record.
 
 Vanilla 6.12 has no CPU field: the test must fail there (strict xfail)."""
 import re
 
 import pytest
 
+from rig import logparse
 from rig.properties import assert_written_by_its_cpu_or_handed
 from rig.rigprintk import mask, parse_tag
 
@@ -25,7 +27,7 @@ def test_s2_cpu_field(rig_run, flavor, lacks):
     lacks("vanilla", "no CPU field in console lines or /dev/kmsg (seed: add processor number)")
     # Tagged records from task (floods), hard irq (irq_work) and NMI (IPI)
     # context on both CPUs: 2 x (30 + 1 + 1).
-    ev = rig_run(flavor, "S2", "run,kmsg", flood_count=30, flood_emerg_every=5, flood_len=20,
+    ev = rig_run(flavor, "S2", "run,kmsg,exports", flood_count=30, flood_emerg_every=5, flood_len=20,
                  irq_cpus=mask([0, 1]), nmi_cpus=mask([0, 1]))
     lines = [ln for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
     bad = [ln for ln in lines if not CPU_FIELD.match(ln.raw)]
@@ -40,6 +42,8 @@ def test_s2_cpu_field(rig_run, flavor, lacks):
             assert int(r.extra[0]) == tag.cpu, (
                 f"CPU tagging: /dev/kmsg record seq {r.seq} has CPU field {r.extra[0]}, the "
                 f"module printed it on CPU {tag.cpu} ({ev.where()})")
+    for export in ("syslog-read-all", "proc-kmsg"):
+        assert_export_tagged(ev, export)
     tagged = ev.tagged("S2")
     assert len(tagged) == 64, (f"CPU tagging: {len(tagged)} of 64 tagged lines on the console "
                                f"({ev.where()})")
@@ -53,3 +57,18 @@ def test_s2_cpu_field(rig_run, flavor, lacks):
             # the emergency writer that holds the console rather than wait.
             assert_written_by_its_cpu_or_handed(ev, line, line.cpu,
                                                 may_hand=tag.ctx in ("nmi", "irq"))
+
+
+def assert_export_tagged(ev, export: str):
+    """Every tagged record is in the text export once, with the CPU field of
+    the CPU the module printed it on."""
+    raws = logparse.split_lines(ev.side.section(export))
+    lines = [ln for i, raw in enumerate(raws, 1)
+             for ln in [logparse.parse_console_line(i, raw)] if ln is not None]
+    mine = [(ln, t) for ln in lines for t in [parse_tag(ln.text)] if t and t.scen == "S2"]
+    assert len(mine) == 64, (f"CPU tagging: {export} holds {len(mine)} of the 64 tagged "
+                             f"records ({len(raws)} lines; {ev.where()})")
+    for ln, t in mine:
+        assert ln.cpu == t.cpu, (f"CPU tagging: {export} line {ln.lineno} says CPU {ln.cpu}, "
+                                 f"the module printed it on CPU {t.cpu}: {ln.raw!r} "
+                                 f"({ev.where()})")

@@ -84,15 +84,27 @@ def test_s11_poll_and_seeks(obs):
 
 def test_s11_overrun_gives_epipe_then_the_oldest_record(obs):
     ev, o = obs
-    assert first(o, "overrun")[1] == "EPIPE", f"overrun read gave {first(o, 'overrun')}"
-    nxt = record(o, "overrun-next")
-    assert nxt.seq > 0 and "kmsgtest: overrun" in nxt.text, nxt
+    assert first(o, "overrun-poll")[0] == "IEP", (
+        f"/dev/kmsg overrun: poll() of the reader left behind gave "
+        f"{first(o, 'overrun-poll')[0]}, not POLLIN|POLLERR|POLLPRI ({ev.where()})")
+    assert first(o, "overrun")[1] == "EPIPE", (f"/dev/kmsg overrun: the read gave "
+                                               f"{first(o, 'overrun')}, not EPIPE")
+    assert first(o, "overrun-poll-after")[0] == "I", (
+        f"/dev/kmsg overrun: poll() after the EPIPE gave {first(o, 'overrun-poll-after')[0]}, "
+        f"not POLLIN alone ({ev.where()})")
+    nxt, oldest = record(o, "overrun-next"), record(o, "overrun-oldest")
+    assert nxt.seq == oldest.seq and "kmsgtest: overrun" in nxt.text, (
+        f"/dev/kmsg overrun: after EPIPE the reader got record seq {nxt.seq} {nxt.text[:40]!r}, "
+        f"the oldest in the buffer was seq {oldest.seq} ({ev.where()})")
 
 
 def test_s11_too_small_buffer_loses_nothing(obs, flavor, lacks):
     lacks("vanilla", "6.12 advances the reader before the size check: the record is lost")
     ev, o = obs
-    assert first(o, "small")[1] == "EINVAL", first(o, "small")
+    assert first(o, "small")[1] == "EINVAL", (f"/dev/kmsg too-small buffer: the read gave "
+                                              f"{first(o, 'small')}, not EINVAL")
     retry = first(o, "small-retry")
-    assert retry[1] == "OK" and "kmsgtest: small buffer" in retry[2], (
-        f"after EINVAL the record was gone: the retry gave {retry[1]} ({ev.where()})")
+    got = " ".join(retry[2:])
+    assert retry[1] == "OK" and "kmsgtest: small buffer" in got, (
+        f"/dev/kmsg too-small buffer: after EINVAL the record was gone: the retry gave "
+        f"{retry[1]} {got!r} ({ev.where()})")

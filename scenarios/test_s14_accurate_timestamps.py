@@ -10,18 +10,26 @@ IPI from CPU 0 came once 5.4 s late, after the spin, because CPU 0 did not
 run the sender in time (work on CPU 0 may itself wait for the spinning CPU).
 
 Both flavors store the record in NMI context (6.12's lockless ringbuffer), so
-both must pass."""
+both must pass.
+
+And a record's timestamp and CPU field belong to the same CPU: the module's
+caller, pinned to one CPU, is moved to the other by a helper thread while
+printk() waits out printk_delay (20 ms; moved 5 ms in), after the timestamp
+was taken. The CPU field must name the CPU whose clock stamped the record,
+the one the call began on. Vanilla has no CPU field."""
 import re
 
 import pytest
 
-from rig.rigprintk import MARK_SELF_NMI, MARK_SPIN_END
+from rig.rigprintk import MARK_SELF_NMI, MARK_SPIN_END, parse_tag
 from rig.wire import marker
 
 pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.deterministic]
 
 SPIN_MS = 400
 DONE_RE = re.compile(r"cpu 1 spin done begin_ns=(\d+) end_ns=(\d+)")
+MOVE_RE = re.compile(r"rigprintk: scen=S14-moved migrate seq=(\d+) from=(\d+) now=(\d+)")
+MOVES = 6
 
 
 def test_s14_nmi_record_time_lies_inside_the_interrupts_off_window(rig_run, flavor):
@@ -43,3 +51,26 @@ def test_s14_nmi_record_time_lies_inside_the_interrupts_off_window(rig_run, flav
     assert ts < done_line.ts_usec
     sent, spin_end = marker(ev.log, MARK_SELF_NMI), marker(ev.log, MARK_SPIN_END)
     assert sent and spin_end and sent.cpu == 1 and sent.seq < spin_end.seq, ev.where()
+
+
+def test_s14_timestamp_and_cpu_field_belong_to_the_same_cpu(rig_run, flavor, lacks):
+    lacks("vanilla", "no CPU field")
+    ev = rig_run(flavor, "S14-moved", "printk,run,kmsg", extra="rig.printk_delay=20",
+                 migrate_count=MOVES, migrate_after_ms=5)
+    moved = {(int(m[2]), int(m[1])): int(m[3]) for r in ev.kmsg
+             for m in [MOVE_RE.search(r.text)] if m}
+    records = [(r, t) for r in ev.kmsg for t in [parse_tag(r.text)]
+               if t and t.scen == "S14-moved"]
+    assert len(records) == MOVES and len(moved) == MOVES, (
+        f"S14 setup: {len(records)} tagged records and {len(moved)} migrate lines in "
+        f"/dev/kmsg, expected {MOVES} of each ({ev.where()})")
+    crossed = [(r, t, moved[(t.cpu, t.seq)]) for r, t in records
+               if moved.get((t.cpu, t.seq), t.cpu) != t.cpu]
+    assert crossed, (f"S14 setup: no printk() call ended on another CPU than it began "
+                     f"({ev.where()})")
+    for r, t, now in crossed:
+        assert r.extra and int(r.extra[0]) == t.cpu, (
+            f"timestamp and CPU: record seq {r.seq} {r.text!r} has CPU field "
+            f"{r.extra[0] if r.extra else None}, but its timestamp was taken on CPU {t.cpu}, "
+            f"where the call began (the caller was on CPU {now} when it returned) "
+            f"({ev.where()})")

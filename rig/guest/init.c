@@ -29,6 +29,8 @@
  *                            (kmsgtest follow, rig.follow_delay_us after each
  *                            record) until the module's "run end" record;
  *                            followed waits for it and sends what it read
+ *                     exports  send syslog(2) READ_ALL's text and what
+ *                            /proc/kmsg has unread
  *                     dmesg  run util-linux dmesg (/dev/kmsg) and busybox
  *                            dmesg (syslog(2)), send what they print
  *                     kmsgtest / syslogtest  run /bin/kmsgtest (rig/guest/
@@ -70,6 +72,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/io.h>
+#include <sys/klog.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
@@ -704,6 +707,37 @@ static int step_dmesg(void)
 	return 0;
 }
 
+/*
+ * The log's other text exports, for the CPU field record by record: the
+ * whole buffer through syslog(2) READ_ALL, and what /proc/kmsg has unread
+ * (all of it, unless a syslog READ consumed some).
+ */
+static int step_exports(void)
+{
+	static char buf[256 << 10];
+	size_t used = 0;
+	ssize_t n;
+	int fd;
+
+	n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, sizeof(buf));
+	if (n < 0) {
+		say("step exports: syslog READ_ALL: %s", strerror(errno));
+		return -1;
+	}
+	side_section("syslog-read-all", buf, n);
+	fd = open("/proc/kmsg", O_RDONLY | O_NONBLOCK);
+	if (fd < 0) {
+		say("step exports: open /proc/kmsg: %s", strerror(errno));
+		return -1;
+	}
+	while (used < sizeof(buf) && (n = read(fd, buf + used, sizeof(buf) - used)) > 0)
+		used += n;
+	close(fd);
+	side_section("proc-kmsg", buf, used);
+	say("step exports: %zu bytes of /proc/kmsg", used);
+	return 0;
+}
+
 /* Wait until every console printed everything (needs the test module). */
 static void flush_consoles(void)
 {
@@ -741,6 +775,8 @@ static int run_step(const char *name)
 		return step_follow();
 	if (!strcmp(name, "followed"))
 		return step_followed();
+	if (!strcmp(name, "exports"))
+		return step_exports();
 	if (!strcmp(name, "kmsgtest")) {
 		char *argv[] = { "/bin/kmsgtest", NULL };
 

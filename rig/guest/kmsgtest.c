@@ -67,9 +67,28 @@ static int poll_in(int fd)
 	return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }
 
+/* poll()'s revents for a reader, as letters: I(n) E(rr) P(ri). */
+static const char *poll_flags(int fd)
+{
+	static char out[4];
+	struct pollfd p = { .fd = fd, .events = POLLIN | POLLPRI };
+	char *o = out;
+
+	if (poll(&p, 1, 0) > 0) {
+		if (p.revents & POLLIN)
+			*o++ = 'I';
+		if (p.revents & POLLERR)
+			*o++ = 'E';
+		if (p.revents & POLLPRI)
+			*o++ = 'P';
+	}
+	*o = '\0';
+	return o == out ? "-" : out;
+}
+
 static void s11(void)
 {
-	int fd = kmsg_open(), fd2, i;
+	int fd = kmsg_open(), fd2, fd3, i;
 	char line[256];
 
 	if (fd < 0) {
@@ -110,7 +129,10 @@ static void s11(void)
 	printf("seek-end %s\n", seek_result(fd, 0, SEEK_END));
 	get(fd, "end", REC_MAX);
 
-	/* Overrun: a reader left behind gets EPIPE once, then the oldest record. */
+	/*
+	 * Overrun: poll() flags a reader left behind (POLLERR, POLLPRI), its
+	 * read gets EPIPE once, then the oldest record still in the buffer.
+	 */
 	fd2 = kmsg_open();
 	lseek(fd2, 0, SEEK_SET);
 	get(fd2, "overrun-first", REC_MAX);
@@ -118,7 +140,13 @@ static void s11(void)
 		snprintf(line, sizeof(line), "<7>kmsgtest: overrun %d %0100d\n", i, 0);
 		put(fd, line);
 	}
+	printf("overrun-poll %s\n", poll_flags(fd2));
 	get(fd2, "overrun", REC_MAX);
+	printf("overrun-poll-after %s\n", poll_flags(fd2));
+	/* The oldest record now, for a reader that opens the device afresh. */
+	fd3 = kmsg_open();
+	get(fd3, "overrun-oldest", REC_MAX);
+	close(fd3);
 	get(fd2, "overrun-next", REC_MAX);
 	close(fd2);
 	close(fd);

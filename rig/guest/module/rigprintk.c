@@ -224,6 +224,15 @@ static int single_cpu = -1;
 module_param(single_cpu, int, 0644);
 MODULE_PARM_DESC(single_cpu, "CPU that prints it (-1: wherever the run is)");
 
+static unsigned int migrate_count;
+module_param(migrate_count, uint, 0644);
+MODULE_PARM_DESC(migrate_count, "tagged records whose caller is moved to the other CPU "
+		 "inside printk() (needs printk_delay)");
+
+static unsigned int migrate_after_ms = 5;
+module_param(migrate_after_ms, uint, 0644);
+MODULE_PARM_DESC(migrate_after_ms, "how long into the printk() call the caller is moved");
+
 static unsigned int cont_count;
 module_param(cont_count, uint, 0644);
 MODULE_PARM_DESC(cont_count, "at run, print this many tagged records in three pieces with pr_cont()");
@@ -333,6 +342,55 @@ static void cont_printk(int level, unsigned int padlen)
 	pr_cont("%s%.*s\n", padlen ? " pad=" : "", padlen, pad);
 	mark(MARK_AFTER << 28 | tag);
 	put_cpu();
+}
+
+/*
+ * Records whose caller changes CPU inside printk(): the caller is pinned to
+ * one CPU, and a helper thread moves it to the other one while printk()
+ * waits out printk_delay, after the record's timestamp was taken. Each
+ * call is followed by a line saying where the call began and ended.
+ */
+struct migration {
+	struct task_struct *task;
+	unsigned int to;
+};
+
+static int migrate_fn(void *data)
+{
+	struct migration *m = data;
+
+	msleep(migrate_after_ms);
+	set_cpus_allowed_ptr(m->task, cpumask_of(m->to));
+	return 0;
+}
+
+static int migrate_printks(void)
+{
+	struct migration m = { .task = current };
+	struct task_struct *mover;
+	unsigned int i, from, seq;
+
+	for (i = 0; i < migrate_count; i++) {
+		from = i % 2;
+		m.to = 1 - from;
+		if (!cpu_online(m.to))
+			return -ENODEV;
+		set_cpus_allowed_ptr(current, cpumask_of(from));
+		seq = per_cpu(tag_seq[CTX_TASK], from);
+		mover = kthread_create(migrate_fn, &m, "rig-mover");
+		if (IS_ERR(mover))
+			return PTR_ERR(mover);
+		/* kthread_stop() below needs it even if it already returned. */
+		get_task_struct(mover);
+		wake_up_process(mover);
+		tagged_printk(LOGLEVEL_INFO, 0, NULL);
+		pr_info("rigprintk: scen=%s migrate seq=%u from=%u now=%u\n",
+			scen, seq, from, raw_smp_processor_id());
+		kthread_stop(mover);
+		put_task_struct(mover);
+	}
+	set_cpus_allowed_ptr(current, cpu_possible_mask);
+	return 0;
 }
 
 static int timing_init(struct timing *t, unsigned int max_calls)
@@ -1011,6 +1069,12 @@ static int do_run(void)
 		tagged_printk(single_level, single_len, NULL);
 		if (single_cpu >= 0)
 			set_cpus_allowed_ptr(current, cpu_possible_mask);
+	}
+
+	if (migrate_count) {
+		ret = migrate_printks();
+		if (ret)
+			return ret;
 	}
 
 	/* Records in pieces, also while the floods queue. */
