@@ -2,9 +2,9 @@
 other side-channel sections, the UART register log and the wire lines cut
 from it, and the test module's tagged messages. Scenarios assert on this."""
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
-from rig import logparse, sidechannel, uartlog
+from rig import logparse, sidechannel, takeover, uartlog
 from rig.machine import BootResult
 from rig.rigprintk import MARK_AFTER, MARK_BEFORE, Tag, parse_tag
 from rig.wire import WireLine, find_line, wire_lines
@@ -18,6 +18,7 @@ class Evidence:
     log: uartlog.UartLog
     kmsg: List[logparse.KmsgRecord] = field(default_factory=list)
     _wire: Optional[List[WireLine]] = None
+    _takeovers: Dict[int, List[takeover.Takeover]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, result: BootResult) -> "Evidence":
@@ -31,6 +32,13 @@ class Evidence:
         if self._wire is None:
             self._wire = wire_lines(self.log)
         return self._wire
+
+    def takeovers(self, from_seq: int) -> List[takeover.Takeover]:
+        """rig.takeover.takeovers over this log from from_seq, computed once:
+        every run checks them, and S22 again with its own expectation."""
+        if from_seq not in self._takeovers:
+            self._takeovers[from_seq] = takeover.takeovers(self.log, from_seq)
+        return self._takeovers[from_seq]
 
     def where(self) -> str:
         return f"run directory {self.result.run_dir}"

@@ -5,7 +5,6 @@ from typing import Optional
 
 from rig.evidence import Evidence
 from rig.rigprintk import MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_RUN_BEGIN, Tag
-from rig.takeover import takeovers
 from rig.wire import (foreign_byte, ier_problem, marker, own_wire_ns, programmed_format,
                       windows)
 
@@ -165,7 +164,7 @@ def assert_ousted_writer_keeps_off(ev: Evidence, expect_takeover: bool):
     if begin is None and not expect_takeover:
         return
     assert begin is not None, f"no run-begin marker in the register log ({ev.where()})"
-    found = takeovers(ev.log, begin.seq)
+    found = ev.takeovers(begin.seq)
     bad = [t for t in found if t.stray is not None]
     if bad:
         t = bad[0]
