@@ -52,6 +52,9 @@ class BootRequest:
     # Start from a saved VM at init's snapshot point instead of booting
     # (rig/snapshot.py), where the boot allows it.
     snapshot: bool = False
+    # A second instrumented UART for the test module's second console
+    # (rigprintk.second_console=): console2.log and uart2.log.
+    second_uart: bool = False
 
 
 def new_run_dir(name: str, flavor: str) -> Path:
@@ -103,7 +106,8 @@ def machine_plan(req: BootRequest, qemu: Path, kernel: Path, initrd: Path, run_d
                         cmdline=req.cmdline, smp=req.smp, memory_mb=req.memory_mb,
                         accel=accel, deterministic=req.deterministic,
                         icount_shift=req.icount_shift, baud_model=req.baud_model,
-                        uart_props=req.uart_props, warm_reset=req.warm_reset)
+                        uart_props=req.uart_props, warm_reset=req.warm_reset,
+                        second_uart=req.second_uart)
     slow = slowness(req)
     plan = (warm_reset_phases if req.warm_reset else
             panic_hold_phases if req.panic_hold else default_phases)

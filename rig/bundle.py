@@ -13,7 +13,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from rig import paths
 from rig.build.cache import sha256_file
@@ -22,6 +22,13 @@ FORMAT = 1
 NAME = "bundle.json"
 # The evidence files a replay must reproduce byte for byte.
 EVIDENCE = ("console.log", "uart.log", "side.bin")
+# Written only by boots with the second console UART (BootRequest.second_uart).
+SECOND_CONSOLE_EVIDENCE = ("console2.log", "uart2.log")
+
+
+def evidence_names(run_dir: Path) -> Tuple[str, ...]:
+    """The evidence files of this run: the second console's where it has one."""
+    return EVIDENCE + tuple(n for n in SECOND_CONSOLE_EVIDENCE if (run_dir / n).is_file())
 
 
 class BundleError(ValueError):
@@ -98,7 +105,7 @@ def write(run_dir: Path, req, cfg, argv: List[str], inputs: Dict[str, Dict]) -> 
 
 def evidence_hashes(run_dir: Path) -> Dict[str, Optional[Dict]]:
     out = {}
-    for name in EVIDENCE:
+    for name in evidence_names(run_dir):
         p = run_dir / name
         out[name] = ({"sha256": sha256_file(p), "bytes": p.stat().st_size}
                      if p.is_file() else None)

@@ -1,7 +1,7 @@
 """One boot's evidence, parsed: the transcript, the /dev/kmsg dump and the
 other side-channel sections, the UART register log and the wire lines cut
 from it, and the test module's tagged messages. Scenarios assert on this."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Tuple
 
 from rig import logparse, sidechannel, takeover, uartlog
@@ -15,8 +15,9 @@ class Evidence:
     result: BootResult
     transcript: logparse.Transcript
     side: sidechannel.SideChannel
-    log: uartlog.UartLog
+    log: Optional[uartlog.UartLog]       # None for a console without a UART
     kmsg: List[logparse.KmsgRecord] = field(default_factory=list)
+    console_name: str = "ttyS0"          # whose transcript and register log these are
     _wire: Optional[List[WireLine]] = None
     _takeovers: Dict[int, List[takeover.Takeover]] = field(default_factory=dict)
 
@@ -26,6 +27,22 @@ class Evidence:
         kmsg = logparse.parse_kmsg(side.section("kmsg")) if "kmsg" in side.sections else []
         return cls(result, logparse.parse_transcript(result.console), side,
                    uartlog.read(result.run_dir / "uart.log"), kmsg)
+
+    def second_console(self) -> "Evidence":
+        """The run seen through the test module's nbcon console on the second
+        UART (console2.log, uart2.log): a console's properties apply to it
+        unchanged."""
+        d = self.result.run_dir
+        return replace(self, transcript=logparse.parse_transcript((d / "console2.log").read_bytes()),
+                       log=uartlog.read(d / "uart2.log"), console_name="riguart2",
+                       _wire=None, _takeovers={})
+
+    def test_console(self) -> "Evidence":
+        """The run seen through the module's legacy test console (the side
+        channel's conlog section); it has no register log."""
+        return replace(self, transcript=logparse.parse_transcript(self.side.section("conlog")),
+                       log=None, console_name="the legacy test console",
+                       _wire=None, _takeovers={})
 
     @property
     def wire(self) -> List[WireLine]:
@@ -51,6 +68,10 @@ class Evidence:
             if tag and tag.scen == scen:
                 out.append((line, tag))
         return out
+
+    def record_seq(self, needle: str) -> Optional[int]:
+        """The sequence number of the first /dev/kmsg record containing needle."""
+        return next((r.seq for r in self.kmsg if needle in r.text), None)
 
     def printk_sysctl(self) -> List[int]:
         return [int(v) for v in self.side.section("printk-sysctl").split()]

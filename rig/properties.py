@@ -16,11 +16,13 @@ def assert_immediate(ev: Evidence, line, tag: Tag):
     wire = (line.raw + "\r\n").encode()
     written = bytes(r.value for r in during)
     assert wire in written, (
-        f"emergency immediacy: line not written during its printk() call: {line.raw!r}; "
+        f"emergency immediacy on {ev.console_name}: line not written during its printk() "
+        f"call: {line.raw!r}; "
         f"{len(written)} bytes went out between the markers ({ev.where()})")
     start = written.index(wire)
     cpus = {r.cpu for r in during[start:start + len(wire)]}
-    assert cpus == {tag.cpu}, (f"emergency immediacy: the line's bytes came from vCPUs {cpus}, "
+    assert cpus == {tag.cpu}, (f"emergency immediacy on {ev.console_name}: the line's bytes "
+                               f"came from vCPUs {cpus}, "
                                f"the caller was "
                                f"CPU {tag.cpu} ({ev.where()})")
 
@@ -190,20 +192,23 @@ def console_record_lines(ev: Evidence, levels):
 
 
 def assert_records_once_in_order(ev: Evidence, console_loglevel: int = 7,
-                                 overtaking_below: int = 0):
+                                 overtaking_below: int = 0, from_seq: int = 0,
+                                 to_seq: Optional[int] = None):
     """Every record of the /dev/kmsg dump that the console must print is on
-    it exactly once, from the first record on, with no gap or duplicate (the
+    it exactly once, from record from_seq on (up to, not including, to_seq
+    where the transcript was taken before the end), with no gap or duplicate (the
     console's own replay and dropped lines aside), in the dump's order; the
     emergency records (levels below overtaking_below) in their own order,
     since they overtake the backlog."""
     have = [ln for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
     for levels in (range(overtaking_below), range(overtaking_below, console_loglevel)):
-        want = console_record_lines(ev, levels)
+        want = [(seq, text) for seq, text in console_record_lines(ev, levels)
+                if seq >= from_seq and (to_seq is None or seq < to_seq)]
         texts = {text for _, text in want}
         mine = [ln for ln in have if ln.text in texts]
         problem = first_out_of_place(want, mine)
         assert problem is None, (
-            f"records once and in order: {problem} ({len(want)} lines of levels "
+            f"records once and in order on {ev.console_name}: {problem} ({len(want)} lines of levels "
             f"{levels.start}-{levels.stop - 1}) ({ev.where()})")
 
 

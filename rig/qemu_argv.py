@@ -17,6 +17,13 @@ SNAPSHOT_ARGS_FILE = "opt/rig/args"
 CONSOLE_UART = "rig-serial,id=uart0,chardev=con0,index=0,iobase=0x3f8,irq=4,log={log}"
 CONSOLE_UART_QOM = "/machine/peripheral/uart0"   # for qom-set of its NMI trigger
 SIDE_UART = "isa-serial,chardev=side0,index=1,iobase=0x2f8,irq=3"
+# The second console UART (ttyS2's port, an IRQ of its own and a marker port
+# of its own): the test module's nbcon console writes it (second_console=).
+# The 8250 driver finds it as ttyS2 and probes it at boot, but nothing
+# opens ttyS2: after the probe only the module's console writes it. (With
+# fewer 8250 ports than UARTs, ACPI's order would give it ttyS0's line.)
+SECOND_UART = ("rig-serial,id=uart2,chardev=con2,index=2,iobase=0x3e8,irq=5,"
+               "marker-iobase=0x4f8,log={log}")
 UNIX_PATH_MAX = 108          # sun_path of struct sockaddr_un, NUL included
 # Deterministic execution: instruction counting drives virtual time, the RTC
 # follows it, so an SMP run repeats byte for byte (see docs/architecture.md,
@@ -39,6 +46,7 @@ class MachineConfig:
     icount_shift: int = 0
     baud_model: bool = True     # rig-serial times THRE/TEMT like a real UART
     uart_props: Dict[str, str] = field(default_factory=dict)  # more rig-serial properties
+    second_uart: bool = False   # a second rig-serial for the module's second console
     warm_reset: bool = False    # let a guest reboot reset the machine instead of ending QEMU
     extra_args: List[str] = field(default_factory=list)
     # Snapshot restore (rig/snapshot.py): the saved VM to load instead of
@@ -60,6 +68,14 @@ class MachineConfig:
         return self.run_dir / "uart.log"
 
     @property
+    def console2_log(self) -> Path:
+        return self.run_dir / "console2.log"
+
+    @property
+    def uart2_log(self) -> Path:
+        return self.run_dir / "uart2.log"
+
+    @property
     def qmp_socket(self) -> Path:
         return self.socket("qmp")
 
@@ -75,6 +91,14 @@ class MachineConfig:
 
 def kernel_cmdline(extra: str) -> str:
     return f"{BASE_CMDLINE} {extra}".strip()
+
+
+def second_uart_args(cfg: MachineConfig) -> List[str]:
+    if not cfg.second_uart:
+        return []
+    return ["-chardev", f"file,id=con2,path={cfg.console2_log}",
+            "-device", SECOND_UART.format(log=cfg.uart2_log) +
+            ("" if cfg.baud_model else ",baud-model=off")]
 
 
 def build_argv(cfg: MachineConfig, firmware_dirs: Sequence[Path] = paths.FIRMWARE_DIRS) -> List[str]:
@@ -97,6 +121,7 @@ def build_argv(cfg: MachineConfig, firmware_dirs: Sequence[Path] = paths.FIRMWAR
         "".join(f",{k}={v}" for k, v in sorted(cfg.uart_props.items())),
         "-chardev", f"file,id=side0,path={cfg.side_log}" + (",append=on" if cfg.restore else ""),
         "-device", SIDE_UART,
+        *second_uart_args(cfg),
         "-device", ISA_DEBUG_EXIT,
         "-device", "pvpanic",
         "-action", "panic=none",

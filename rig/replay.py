@@ -98,7 +98,8 @@ def first_difference(name: str, old: bytes, new: bytes) -> str:
 
 def compare(recorded_dir: Path, recorded: Dict, new_dir: Path) -> List[FileVerdict]:
     out = []
-    for name in bundle.EVIDENCE:
+    extra = tuple(n for n in bundle.SECOND_CONSOLE_EVIDENCE if n in recorded)
+    for name in bundle.EVIDENCE + extra:
         old_path, new_path = recorded_dir / name, new_dir / name
         new = new_path.read_bytes() if new_path.is_file() else None
         if old_path.is_file():

@@ -65,6 +65,8 @@ def why_not(req, backend_name: str) -> Optional[str]:
         return "a warm reset would boot the restoring QEMU's -kernel/-append again"
     if req.initramfs:
         return f"the {req.initramfs} initramfs boots its own way"
+    if req.second_uart:
+        return "the template machine has no second console UART"
     if req.accel != "tcg":
         return "templates are made under TCG"
     return None

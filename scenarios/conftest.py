@@ -104,12 +104,13 @@ def rig_run(rig_boot, request):
     def run(flavor: str, name: str, steps: str, extra: str = "", expect: str = "clean",
             smp: int = 2, uart_props=None, qmp_when=None, baud_model: bool = True,
             deterministic: Optional[bool] = None, icount_shift: Optional[int] = None,
-            warm_reset: bool = False, panic_hold: bool = False, **module) -> Evidence:
+            warm_reset: bool = False, panic_hold: bool = False, second_uart: bool = False,
+            **module) -> Evidence:
         deterministic, icount_shift = determinism(request, deterministic, icount_shift)
         req = BootRequest(flavor=flavor, name=name, smp=smp, uart_props=uart_props or {},
                           qmp_when=qmp_when, baud_model=baud_model,
                           deterministic=deterministic, icount_shift=icount_shift,
-                          warm_reset=warm_reset, panic_hold=panic_hold,
+                          warm_reset=warm_reset, panic_hold=panic_hold, second_uart=second_uart,
                           snapshot=request.config.getoption("snapshot") == "on",
                           cmdline=f"rig.steps={steps} {cmdline(scen=name, **module)} {extra}")
         result = rig_boot(req)

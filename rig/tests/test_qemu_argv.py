@@ -39,6 +39,16 @@ def test_default_is_tcg_smp2_with_all_channels():
     assert "-icount" not in argv
 
 
+def test_second_uart_only_when_asked():
+    devices = value_after(build_argv(cfg()), "-device")
+    assert not any("uart2" in d for d in devices)
+    argv = build_argv(cfg(second_uart=True, baud_model=False))
+    # Its own chardev, register log and marker port, ttyS2's I/O port.
+    assert "file,id=con2,path=/runs/r1/console2.log" in value_after(argv, "-chardev")
+    assert ("rig-serial,id=uart2,chardev=con2,index=2,iobase=0x3e8,irq=5,marker-iobase=0x4f8,"
+            "log=/runs/r1/uart2.log,baud-model=off") in value_after(argv, "-device")
+
+
 def test_cmdline_carries_console_and_extra_params():
     argv = build_argv(cfg(cmdline="rig.hang=1"))
     append = value_after(argv, "-append")[0]

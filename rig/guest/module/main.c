@@ -7,7 +7,8 @@
  * that print in hard irq context, a CPU that spins with interrupts off,
  * panics and oopses in task, irq and NMI context, a test console (legacy,
  * registered early or late: it receives the history and counts the writes
- * made in a flooding caller's context), markers on the instrumented UART
+ * made in a flooding caller's context), a second nbcon console on the
+ * rig's second UART (uart2_console.c, early or late), markers on the instrumented UART
  * around the tagged printk() calls, and the duration of every tagged
  * printk() call of the floods, irq_works and NMIs. It builds and runs on vanilla 6.12 and on
  * the patched kernel alike.
@@ -60,6 +61,8 @@
 #include <linux/vmalloc.h>
 #include <asm/apic.h>
 #include <asm/nmi.h>
+
+#include "rigprintk.h"
 
 #define MARKER_PORT		0x4f0
 #define MARK_RUN_BEGIN		0x30000000
@@ -184,6 +187,10 @@ static bool test_console_early;
 module_param_named(early_console, test_console_early, bool, 0644);
 MODULE_PARM_DESC(early_console, "register the test console at the start of the run (it prints along)");
 
+static char *second_console = "none";
+module_param(second_console, charp, 0644);
+MODULE_PARM_DESC(second_console, "none, early (prints along from the run's start) or late (at the run's end, with the history): the nbcon console on the second UART");
+
 static bool markers;
 module_param(markers, bool, 0644);
 MODULE_PARM_DESC(markers, "write markers to the UART before and after each tagged printk()");
@@ -272,6 +279,7 @@ static char pad[1024];
 static void mark_always(u32 value)
 {
 	outl(value, MARKER_PORT);
+	uart2_console_mark(value);
 }
 
 static void mark(u32 value)
@@ -1040,6 +1048,11 @@ static int do_run(void)
 		if (ret)
 			return ret;
 	}
+	if (!strcmp(second_console, "early")) {
+		ret = uart2_console_register(false);
+		if (ret)
+			return ret;
+	}
 	pin_printers(printer_cpu);
 	if (flush_first)
 		flush_consoles();
@@ -1123,6 +1136,11 @@ static int do_run(void)
 		if (ret)
 			return ret;
 	}
+	if (!strcmp(second_console, "late")) {
+		ret = uart2_console_register(true);
+		if (ret)
+			return ret;
+	}
 
 	timing_report(&task_timing, "flood");
 	timing_report(&irq_timing, "irq");
@@ -1164,6 +1182,11 @@ static int __init rigprintk_init(void)
 	int ret;
 
 	memset(pad, 'x', sizeof(pad) - 1);
+	if (strcmp(second_console, "none") && strcmp(second_console, "early") &&
+	    strcmp(second_console, "late")) {
+		pr_err("rigprintk: second_console=%s: not none, early or late\n", second_console);
+		return -EINVAL;
+	}
 	ret = register_nmi_handler(NMI_LOCAL, rig_nmi_local, 0, "rigprintk");
 	if (ret)
 		return ret;
@@ -1190,6 +1213,7 @@ out_local:
 
 static void __exit rigprintk_exit(void)
 {
+	uart2_console_unregister();
 	if (conlog) {
 		unregister_console(&rig_console);
 		vfree(conlog);
