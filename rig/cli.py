@@ -98,7 +98,8 @@ def cmd_flakes(args) -> int:
 def cmd_mutants(args) -> int:
     from rig import mutants
     extra = pytest_extra(args)
-    return mutants.main(paths.runs_root() / "mutants", extra, args.only or [])
+    return mutants.main(paths.runs_root() / "mutants", extra, args.only or [],
+                        keep_builds=args.keep_builds)
 
 
 def cmd_diff(args) -> int:
@@ -325,6 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "on it, report which tests caught it; exit 1 if a "
                                     "mutant is not caught.")
     mu.add_argument("--only", action="append", help="only this mutant (repeatable)")
+    mu.add_argument("--keep-builds", action="store_true",
+                    help="keep each mutant's kernel build in the cache (1.8 GB each); by "
+                         "default it is removed once its scenarios ran")
     mu.add_argument("pytest_args", nargs=argparse.REMAINDER,
                     help="pytest arguments after -- (default: scenarios)")
     mu.set_defaults(func=cmd_mutants)

@@ -11,18 +11,20 @@ docs/mutants.md, the generated page the docs link to.
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 from rig import paths
-from rig.build.kernel import MUTANTS
+from rig.build.kernel import MUTANTS, kernel_step
 from rig.build.patching import read_series
 from rig.junit import failure_messages
 
 
-def main(out_dir: Path, pytest_args: List[str], only: List[str]) -> int:
+def main(out_dir: Path, pytest_args: List[str], only: List[str],
+         keep_builds: bool = False) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     names = [p.stem for p in read_series(MUTANTS / "series")]
     if only:
@@ -44,6 +46,8 @@ def main(out_dir: Path, pytest_args: List[str], only: List[str]) -> int:
                        + (pytest_args or ["scenarios"]), env=env)
         caught = failure_messages(junit) if junit.is_file() else {}
         rows.append((name, "caught" if caught else "NOT CAUGHT", caught))
+        if not keep_builds:
+            drop_kernel_build(name)
     write_kill_table(out_dir / "kills.json", rows)
     if not only:
         render_kill_table(out_dir / "kills.json", paths.REPO / "docs" / "mutants.md")
@@ -53,6 +57,25 @@ def main(out_dir: Path, pytest_args: List[str], only: List[str]) -> int:
         for test_id, msg in sorted(caught.items()):
             print(f"    {test_id}: {msg[:160]}")
     return 0 if rows and all(v == "caught" for _, v, _ in rows) else 1
+
+
+def drop_kernel_build(name: str) -> None:
+    """A mutant's kernel is booted by nothing else, and twenty of them (a
+    source tree each) would fill the disk: remove its cache entry. A rerun
+    builds it again, mostly from ccache. Its module and initramfs entries
+    are small and stay."""
+    old = os.environ.get("RIG_MUTANT")
+    os.environ["RIG_MUTANT"] = name
+    try:
+        build_dir = kernel_step("patched").dir
+    finally:
+        if old is None:
+            del os.environ["RIG_MUTANT"]
+        else:
+            os.environ["RIG_MUTANT"] = old
+    if build_dir.is_dir():
+        print(f"[mutants] {name}: removing its kernel build {build_dir}", flush=True)
+        shutil.rmtree(build_dir, ignore_errors=True)
 
 
 def describe(name: str) -> str:
