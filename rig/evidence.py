@@ -33,8 +33,9 @@ class Evidence:
         UART (console2.log, uart2.log): a console's properties apply to it
         unchanged."""
         d = self.result.run_dir
-        return replace(self, transcript=logparse.parse_transcript((d / "console2.log").read_bytes()),
-                       log=uartlog.read(d / "uart2.log"), console_name="riguart2",
+        transcript = logparse.parse_transcript((d / "console2.log").read_bytes())
+        return replace(self, transcript=transcript, log=uartlog.read(d / "uart2.log"),
+                       console_name="riguart2",
                        _wire=None, _takeovers={})
 
     def test_console(self) -> "Evidence":

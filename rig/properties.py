@@ -183,12 +183,18 @@ def assert_ousted_writer_keeps_off(ev: Evidence, expect_takeover: bool):
         f"({ev.where()})")
 
 
-def console_record_lines(ev: Evidence, levels):
+def console_record_lines(ev: Evidence, levels, cpu: Optional[str] = None):
     """The lines the console must show for the /dev/kmsg dump's records of
-    the given levels: (record seq, text), a record of several lines as
-    several."""
-    return [(r.seq, line) for r in ev.kmsg if r.level in levels
+    the given levels (and of that CPU field, if given): (record seq, text),
+    a record of several lines as several."""
+    return [(r.seq, line) for r in ev.kmsg
+            if r.level in levels and (cpu is None or record_cpu(r) == cpu)
             for line in r.text.split("\n")]
+
+
+def record_cpu(record) -> Optional[str]:
+    """A /dev/kmsg record's CPU field (the patched kernel's fifth field)."""
+    return record.extra[0] if record.extra and record.extra[0].isdigit() else None
 
 
 def assert_records_once_in_order(ev: Evidence, console_loglevel: int = 7,
@@ -196,20 +202,26 @@ def assert_records_once_in_order(ev: Evidence, console_loglevel: int = 7,
                                  to_seq: Optional[int] = None):
     """Every record of the /dev/kmsg dump that the console must print is on
     it exactly once, from record from_seq on (up to, not including, to_seq
-    where the transcript was taken before the end), with no gap or duplicate (the
-    console's own replay and dropped lines aside), in the dump's order; the
-    emergency records (levels below overtaking_below) in their own order,
-    since they overtake the backlog."""
+    where the transcript was taken before the end), with no gap or duplicate
+    (the console's own replay and dropped lines aside), in the dump's order.
+    The emergency records (levels below overtaking_below) overtake the
+    backlog, each written by its own CPU: they are in order among those of
+    their CPU."""
     have = [ln for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
-    for levels in (range(overtaking_below), range(overtaking_below, console_loglevel)):
-        want = [(seq, text) for seq, text in console_record_lines(ev, levels)
+    emergency = range(overtaking_below)
+    groups = [(emergency, cpu) for cpu in sorted({record_cpu(r) for r in ev.kmsg
+                                                  if r.level in emergency}, key=str)]
+    groups.append((range(overtaking_below, console_loglevel), None))
+    for levels, cpu in groups:
+        want = [(seq, text) for seq, text in console_record_lines(ev, levels, cpu)
                 if seq >= from_seq and (to_seq is None or seq < to_seq)]
         texts = {text for _, text in want}
         mine = [ln for ln in have if ln.text in texts]
         problem = first_out_of_place(want, mine)
+        of_cpu = f", CPU {cpu}" if cpu is not None else ""
         assert problem is None, (
-            f"records once and in order on {ev.console_name}: {problem} ({len(want)} lines of levels "
-            f"{levels.start}-{levels.stop - 1}) ({ev.where()})")
+            f"records once and in order on {ev.console_name}: {problem} ({len(want)} lines "
+            f"of levels {levels.start}-{levels.stop - 1}{of_cpu}) ({ev.where()})")
 
 
 def first_out_of_place(want, have) -> Optional[str]:

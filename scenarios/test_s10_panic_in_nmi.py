@@ -85,29 +85,35 @@ def test_s10_kmsg_dump_keeps_the_panic_in_ramoops_across_a_warm_reset(rig_run, f
                  crash="panic-nmi", crash_cpu=1, flood_count=100, flood_cpus=mask([0]),
                  flood_wait=False, flood_backlog_ms=50)
     assert "GUEST_PANICKED" in ev.result.outcome.events, (
-        f"the first boot did not panic ({ev.where()})")
+        f"kmsg_dump: the first boot did not panic ({ev.where()})")
     dumps = {n: b for n, b in ev.side.sections.items() if n.startswith("pstore:dmesg-")}
-    assert dumps, (f"kmsg_dump left no dmesg record in pstore: the boot after the reset "
+    assert dumps, (f"kmsg_dump: it left no dmesg record in pstore: the boot after the reset "
                    f"found none (sections: {sorted(ev.side.sections)}; {ev.where()})")
-    assert len(dumps) == 1, f"the panic was split over {len(dumps)} pstore records"
+    assert len(dumps) == 1, f"kmsg_dump: the panic was split over {len(dumps)} pstore records"
     header, _, body = next(iter(dumps.values())).decode("utf-8", "replace").partition("\n")
-    assert header.startswith("Panic#1 Part1"), f"pstore record header {header!r}, not a panic"
+    assert header.startswith("Panic#1 Part1"), (
+        f"kmsg_dump: pstore record header {header!r}, not a panic")
     dumped = [logparse.parse_console_line(i, raw) for i, raw in enumerate(body.splitlines(), 2)]
     bad = [raw for raw, ln in zip(body.splitlines(), dumped) if ln is None]
-    assert not bad, f"pstore record lines that are not printk records: {bad[:3]}"
+    assert not bad, f"kmsg_dump: pstore record lines that are not printk records: {bad[:3]}"
     texts = [ln.text for ln in dumped]
     start = next((i for i, t in enumerate(texts) if PANIC in t), None)
-    assert start is not None, f"the pstore record lacks the panic message ({ev.where()})"
-    assert any("Call Trace:" in t for t in texts[start:]), "no backtrace in the pstore record"
-    assert any("<NMI>" in t for t in texts[start:]), "the dumped backtrace lacks the NMI context"
+    assert start is not None, (
+        f"kmsg_dump: the pstore record lacks the panic message ({ev.where()})")
+    assert any("Call Trace:" in t for t in texts[start:]), (
+        "kmsg_dump: no backtrace in the pstore record")
+    assert any("<NMI>" in t for t in texts[start:]), (
+        "kmsg_dump: the dumped backtrace lacks the NMI context")
 
-    console = [ln.text for ln in ev.transcript.lines]
-    first = next(i for i, t in enumerate(console) if PANIC in t)
-    rebooted = next((i for i, t in enumerate(console) if i > first
-                     and t.startswith("Linux version")), len(console))
-    missing = first_missing_in_order(texts[start:], console[first:rebooted])
+    # The panic's span on the console, as records: the console's own notes
+    # (a replay after a takeover, a dropped count) are not records.
+    records = [ln.text for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
+    first_rec = next(i for i, t in enumerate(records) if PANIC in t)
+    end_rec = next((i for i, t in enumerate(records) if i > first_rec
+                    and t.startswith("Linux version")), len(records))
+    missing = first_missing_in_order(texts[start:], records[first_rec:end_rec])
     assert missing is None, (
-        f"dumped panic record {missing!r} is not on the console in the same order "
+        f"kmsg_dump: dumped panic record {missing!r} is not on the console in the same order "
         f"({ev.where()})")
     # Whole, up to its last record: leaving out the flood records, which
     # the console prints in its own order, the panic on the console and in
@@ -118,12 +124,6 @@ def test_s10_kmsg_dump_keeps_the_panic_in_ramoops_across_a_warm_reset(rig_run, f
 
     def panic_part(lines):
         return [t for t in lines if not is_flood(parse_tag(t))]
-    # The console's own notes (a replay after a takeover) are not records.
-    records = [ln.text for ln in ev.transcript.lines[:len(console)]
-               if ln.dropped is None and not ln.replay]
-    first_rec = next(i for i, t in enumerate(records) if PANIC in t)
-    end_rec = next((i for i, t in enumerate(records) if i > first_rec
-                    and t.startswith("Linux version")), len(records))
     on_console, in_dump = panic_part(records[first_rec:end_rec]), panic_part(texts[start:])
     differ = next(((i, d, c) for i, (d, c) in enumerate(zip(in_dump, on_console)) if d != c),
                   None)
@@ -142,7 +142,7 @@ def test_s10_kmsg_dump_keeps_the_panic_in_ramoops_across_a_warm_reset(rig_run, f
                 f"printed it on CPU {tag.cpu} ({ev.where()})")
     flood = [t.seq for t in map(parse_tag, texts)
              if t and t.scen == "S10-ramoops" and t.ctx == "task"]
-    assert flood and flood == sorted(flood), f"dumped flood records out of order: {flood}"
+    assert flood and flood == sorted(flood), f"kmsg_dump: dumped flood records out of order: {flood}"
 
 
 def first_missing_in_order(wanted, seen):
