@@ -59,3 +59,13 @@ def test_s24_every_console_prints_every_record_once_in_order(rig_run, flavor, li
     assert_records_once_in_order(ev.second_console(), overtaking_below=overtaking,
                                  from_seq=second_from)
     assert_records_once_in_order(ev.test_console(), to_seq=ev.record_seq(CONLOG_READ))
+
+
+def test_s24_without_the_second_uart_the_module_names_it(rig_run, flavor):
+    """Bad input: a run that asks for the second console on a machine
+    without its UART ends in error, and the console says what is missing."""
+    ev = rig_run(flavor, "S24-no-uart", "run", expect="guest-error", second_console="early")
+    want = "rigprintk: no UART at 0x3e8 for the second console"
+    assert any(want in ln.text for ln in ev.transcript.lines), (
+        f"second console: the run without its UART does not say {want!r} on the console "
+        f"({ev.where()})")
