@@ -18,7 +18,11 @@ import pytest
 
 from rig.properties import assert_boot_console_prints_when_stored, assert_records_once_in_order
 
-pytestmark = [pytest.mark.boots]
+# Deterministic (-icount): the template boot calibrates the TSC against the
+# PIT the same way every time, so the guest clock runs before ttyS0 is
+# registered; in real time a busy host makes that calibration fall back and
+# leaves every early record at 0.000000.
+pytestmark = [pytest.mark.boots, pytest.mark.deterministic]
 
 EARLYCON = "earlycon=uart8250,io,0x3f8,115200"
 REAL_CONSOLE = "console [ttyS0] enabled"
@@ -31,7 +35,10 @@ WHY = "S23 boots with earlycon=uart8250, the 8250's boot console"
 def test_s23_boot_console_prints_early_records_when_stored(rig_run, flavor, needs_config):
     needs_config("CONFIG_SERIAL_EARLYCON", WHY)
     ev = rig_run(flavor, "S23", "kmsg", extra=EARLYCON)
-    assert_boot_console_prints_when_stored(ev, REAL_CONSOLE, BOUND_MS)
+    if not assert_boot_console_prints_when_stored(ev, REAL_CONSOLE, BOUND_MS):
+        pytest.skip(f"no record before {REAL_CONSOLE!r} has a timestamp: the guest clock "
+                    f"started after it (TSC calibration fell back; a busy host), so no lag "
+                    f"can be measured ({ev.where()})")
 
 
 def test_s23_every_record_once_in_order_across_the_handover(rig_run, flavor, like, lacks,
