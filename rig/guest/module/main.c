@@ -306,25 +306,45 @@ static void timing_add(struct timing *t, u64 ns)
 }
 
 /* One tagged printk() call at @level with @padlen bytes of padding. */
+/* What identifies one tagged printk() call: see the tag format above. */
+struct rig_tag {
+	enum rig_ctx ctx;
+	unsigned int cpu;
+	unsigned int seq;
+	u32 marker;		/* the low 28 bits of its markers */
+};
+
+/* The next tag of this context on @cpu, the CPU the caller stays on. */
+static struct rig_tag next_tag(unsigned int cpu)
+{
+	struct rig_tag t = { .ctx = current_ctx(), .cpu = cpu };
+
+	t.seq = this_cpu_inc_return(tag_seq[t.ctx]) - 1;
+	t.marker = (t.ctx << 24) | (t.seq & 0xffffff);
+	return t;
+}
+
+static unsigned int pad_len(unsigned int padlen)
+{
+	return min_t(unsigned int, padlen, sizeof(pad) - 1);
+}
+
 static void tagged_printk(int level, unsigned int padlen, struct timing *t)
 {
-	enum rig_ctx ctx = current_ctx();
-	unsigned int cpu = smp_processor_id();
-	unsigned int seq = this_cpu_inc_return(tag_seq[ctx]) - 1;
-	u32 tag = (ctx << 24) | (seq & 0xffffff);
+	struct rig_tag tag = next_tag(smp_processor_id());
 	char when[32] = "";
 	u64 t0, t1;
 
-	padlen = min_t(unsigned int, padlen, sizeof(pad) - 1);
-	mark(MARK_BEFORE << 28 | tag);
+	padlen = pad_len(padlen);
+	mark(MARK_BEFORE << 28 | tag.marker);
 	t0 = local_clock();
 	if (stamp)
 		snprintf(when, sizeof(when), " t=%llu", t0);
 	printk("%c%crigprintk: scen=%s cpu=%u ctx=%s seq=%u lvl=%d%s%s%.*s\n",
-	       KERN_SOH_ASCII, '0' + level, scen, cpu, ctx_names[ctx], seq, level,
-	       when, padlen ? " pad=" : "", padlen, pad);
+	       KERN_SOH_ASCII, '0' + level, scen, tag.cpu, ctx_names[tag.ctx], tag.seq,
+	       level, when, padlen ? " pad=" : "", padlen, pad);
 	t1 = local_clock();
-	mark(MARK_AFTER << 28 | tag);
+	mark(MARK_AFTER << 28 | tag.marker);
 	if (t)
 		timing_add(t, t1 - t0);
 }
@@ -336,19 +356,16 @@ static void tagged_printk(int level, unsigned int padlen, struct timing *t)
  */
 static void cont_printk(int level, unsigned int padlen)
 {
-	enum rig_ctx ctx = current_ctx();
-	unsigned int cpu = get_cpu();
-	unsigned int seq = this_cpu_inc_return(tag_seq[ctx]) - 1;
-	u32 tag = (ctx << 24) | (seq & 0xffffff);
+	struct rig_tag tag = next_tag(get_cpu());
 
-	padlen = min_t(unsigned int, padlen, sizeof(pad) - 1);
+	padlen = pad_len(padlen);
 	printk("%c%crigprintk: scen=%s cpu=%u ctx=%s",
-	       KERN_SOH_ASCII, '0' + level, scen, cpu, ctx_names[ctx]);
-	pr_cont(" seq=%u lvl=%d", seq, level);
+	       KERN_SOH_ASCII, '0' + level, scen, tag.cpu, ctx_names[tag.ctx]);
+	pr_cont(" seq=%u lvl=%d", tag.seq, level);
 	/* The call that completes the record is the one marked. */
-	mark(MARK_BEFORE << 28 | tag);
+	mark(MARK_BEFORE << 28 | tag.marker);
 	pr_cont("%s%.*s\n", padlen ? " pad=" : "", padlen, pad);
-	mark(MARK_AFTER << 28 | tag);
+	mark(MARK_AFTER << 28 | tag.marker);
 	put_cpu();
 }
 
@@ -377,17 +394,22 @@ static int migrate_printks(void)
 	struct migration m = { .task = current };
 	struct task_struct *mover;
 	unsigned int i, from, seq;
+	int ret = 0;
 
 	for (i = 0; i < migrate_count; i++) {
 		from = i % 2;
 		m.to = 1 - from;
-		if (!cpu_online(m.to))
-			return -ENODEV;
+		if (!cpu_online(m.to)) {
+			ret = -ENODEV;
+			break;
+		}
 		set_cpus_allowed_ptr(current, cpumask_of(from));
 		seq = per_cpu(tag_seq[CTX_TASK], from);
 		mover = kthread_create(migrate_fn, &m, "rig-mover");
-		if (IS_ERR(mover))
-			return PTR_ERR(mover);
+		if (IS_ERR(mover)) {
+			ret = PTR_ERR(mover);
+			break;
+		}
 		/* kthread_stop() below needs it even if it already returned. */
 		get_task_struct(mover);
 		wake_up_process(mover);
@@ -397,8 +419,9 @@ static int migrate_printks(void)
 		kthread_stop(mover);
 		put_task_struct(mover);
 	}
+	/* On every path: the run goes on (or ends) unpinned. */
 	set_cpus_allowed_ptr(current, cpu_possible_mask);
-	return 0;
+	return ret;
 }
 
 static int timing_init(struct timing *t, unsigned int max_calls)
@@ -1034,6 +1057,18 @@ MODULE_PARM_DESC(flush, "write 1: wait until every console printed everything");
 
 static DEFINE_MUTEX(run_lock);
 
+/* The run's own task on @cpu, if it is a CPU that is online (-1: stay). */
+static void run_on(int cpu)
+{
+	if (cpu >= 0 && cpu_online(cpu))
+		set_cpus_allowed_ptr(current, cpumask_of(cpu));
+}
+
+static void run_anywhere(void)
+{
+	set_cpus_allowed_ptr(current, cpu_possible_mask);
+}
+
 static int do_run(void)
 {
 	int floods, spinning, ret;
@@ -1070,18 +1105,16 @@ static int do_run(void)
 
 	/* The kernel's own handler, as the console's keyboard would call it. */
 	if (sysrq_cpu >= 0 && cpu_online(sysrq_cpu)) {
-		set_cpus_allowed_ptr(current, cpumask_of(sysrq_cpu));
+		run_on(sysrq_cpu);
 		handle_sysrq(sysrq_key[0]);
-		set_cpus_allowed_ptr(current, cpu_possible_mask);
+		run_anywhere();
 	}
 
 	/* After the floods started: with flood_wait=0, while they queue. */
 	if (single_level < 8) {
-		if (single_cpu >= 0 && cpu_online(single_cpu))
-			set_cpus_allowed_ptr(current, cpumask_of(single_cpu));
+		run_on(single_cpu);
 		tagged_printk(single_level, single_len, NULL);
-		if (single_cpu >= 0)
-			set_cpus_allowed_ptr(current, cpu_possible_mask);
+		run_anywhere();
 	}
 
 	if (migrate_count) {
@@ -1094,11 +1127,10 @@ static int do_run(void)
 	if (cont_count) {
 		unsigned int i;
 
-		if (single_cpu >= 0 && cpu_online(single_cpu))
-			set_cpus_allowed_ptr(current, cpumask_of(single_cpu));
+		run_on(single_cpu);
 		for (i = 0; i < cont_count; i++)
 			cont_printk(cont_level, single_len);
-		set_cpus_allowed_ptr(current, cpu_possible_mask);
+		run_anywhere();
 	}
 
 	spinning = spin_start();
