@@ -99,7 +99,7 @@ def cmd_mutants(args) -> int:
     from rig import mutants
     extra = pytest_extra(args)
     return mutants.main(paths.runs_root() / "mutants", extra, args.only or [],
-                        keep_builds=args.keep_builds)
+                        keep_builds=args.keep_builds, resume=args.resume)
 
 
 def cmd_diff(args) -> int:
@@ -326,6 +326,10 @@ def build_parser() -> argparse.ArgumentParser:
                                     "on it, report which tests caught it; exit 1 if a "
                                     "mutant is not caught.")
     mu.add_argument("--only", action="append", help="only this mutant (repeatable)")
+    mu.add_argument("--resume", action="store_true",
+                    help="keep the verdicts of runs/mutants/kills.json for mutants whose kernel "
+                         "(series, mutant, config, toolchain) and tests are unchanged; run the "
+                         "others")
     mu.add_argument("--keep-builds", action="store_true",
                     help="keep each mutant's kernel build in the cache (1.8 GB each); by "
                          "default it is removed once its scenarios ran")

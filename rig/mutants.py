@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List
 
 from rig import paths
 from rig.build.kernel import MUTANTS, kernel_step
@@ -24,39 +24,90 @@ from rig.junit import failure_messages
 
 
 def main(out_dir: Path, pytest_args: List[str], only: List[str],
-         keep_builds: bool = False) -> int:
+         keep_builds: bool = False, resume: bool = False) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
+    kills = out_dir / "kills.json"
     names = [p.stem for p in read_series(MUTANTS / "series")]
     if only:
         names = [n for n in names if n in only]
+    tests = " ".join(pytest_args or ["scenarios"])
+    earlier = earlier_rows(kills) if resume else {}
     rows = []
     for name in names:
-        env = dict(os.environ, RIG_MUTANT=name)
-        print(f"[mutants] {name}: building the patched kernel with the mutant on top",
-              flush=True)
-        build = subprocess.run([sys.executable, "-m", "rig", "build", "kernel", "initramfs",
-                                "--flavor", "patched"], env=env)
-        if build.returncode != 0:
-            rows.append((name, "BUILD FAILED", {}))
+        key = mutant_kernel_key(name)
+        row = earlier.get(name)
+        if row and row.get("key") == key and row.get("tests") == tests:
+            print(f"[mutants] {name}: {row['verdict']} in the run of {row['date']} "
+                  f"(same kernel, same tests): not run again", flush=True)
+            rows.append(row)
             continue
-        junit = out_dir / f"mutant-{name}.xml"
-        print(f"[mutants] {name}: running the scenarios on it", flush=True)
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        "--flavor", "patched", "--golden=off", f"--junitxml={junit}"]
-                       + (pytest_args or ["scenarios"]), env=env)
-        caught = failure_messages(junit) if junit.is_file() else {}
-        rows.append((name, "caught" if caught else "NOT CAUGHT", caught))
+        rows.append(run_mutant(name, key, tests, out_dir, pytest_args))
         if not keep_builds:
             drop_kernel_build(name)
-    write_kill_table(out_dir / "kills.json", rows)
-    if not only:
-        render_kill_table(out_dir / "kills.json", paths.REPO / "docs" / "mutants.md")
+        # After each mutant: an interrupted run resumes from here (--resume).
+        write_kill_table(kills, merged(rows, earlier))
+    table = merged(rows, earlier)
+    write_kill_table(kills, table)
+    series = [p.stem for p in read_series(MUTANTS / "series")]
+    if not only and sorted(r["mutant"] for r in table) == sorted(series):
+        render_kill_table(kills, paths.REPO / "docs" / "mutants.md")
     print("\n[mutants] report")
-    for name, verdict, caught in rows:
-        print(f"  {name}: {verdict} by {len(caught)} test(s)")
-        for test_id, msg in sorted(caught.items()):
+    for row in rows:
+        print(f"  {row['mutant']}: {row['verdict']} by {len(row['caught_by'])} test(s)")
+        for test_id, msg in sorted(row["caught_by"].items()):
             print(f"    {test_id}: {msg[:160]}")
-    return 0 if rows and all(v == "caught" for _, v, _ in rows) else 1
+    return 0 if rows and all(r["verdict"] == "caught" for r in rows) else 1
+
+
+def merged(rows: List[Dict], earlier: Dict[str, Dict]) -> List[Dict]:
+    """This run's rows, then the earlier run's rows of the other mutants of
+    the series (a resumed or --only run keeps them), in the series' order."""
+    series = [p.stem for p in read_series(MUTANTS / "series")]
+    by_name = {n: r for n, r in earlier.items() if n in series}
+    by_name.update({r["mutant"]: r for r in rows})
+    return [by_name[n] for n in series if n in by_name]
+
+
+def run_mutant(name: str, key: str, tests: str, out_dir: Path, pytest_args: List[str]) -> Dict:
+    env = dict(os.environ, RIG_MUTANT=name)
+    print(f"[mutants] {name}: building the patched kernel with the mutant on top", flush=True)
+    build = subprocess.run([sys.executable, "-m", "rig", "build", "kernel", "initramfs",
+                            "--flavor", "patched"], env=env)
+    if build.returncode != 0:
+        return kill_row(name, "BUILD FAILED", {}, key, tests)
+    junit = out_dir / f"mutant-{name}.xml"
+    print(f"[mutants] {name}: running the scenarios on it", flush=True)
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                    "--flavor", "patched", "--golden=off", f"--junitxml={junit}"]
+                   + (pytest_args or ["scenarios"]), env=env)
+    caught = failure_messages(junit) if junit.is_file() else {}
+    return kill_row(name, "caught" if caught else "NOT CAUGHT", caught, key, tests)
+
+
+def mutant_kernel_key(name: str) -> str:
+    """The cache key of the mutant's kernel: the series, the mutant, the
+    config and the toolchain it was built from."""
+    return mutant_kernel_step(name).key
+
+
+def mutant_kernel_step(name: str):
+    old = os.environ.get("RIG_MUTANT")
+    os.environ["RIG_MUTANT"] = name
+    try:
+        return kernel_step("patched")
+    finally:
+        if old is None:
+            del os.environ["RIG_MUTANT"]
+        else:
+            os.environ["RIG_MUTANT"] = old
+
+
+def earlier_rows(kills: Path) -> Dict[str, Dict]:
+    """The rows of an earlier run's kill table, by mutant (none if unreadable)."""
+    try:
+        return {r["mutant"]: r for r in json.loads(kills.read_text())["mutants"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
 
 
 def drop_kernel_build(name: str) -> None:
@@ -64,15 +115,7 @@ def drop_kernel_build(name: str) -> None:
     source tree each) would fill the disk: remove its cache entry. A rerun
     builds it again, mostly from ccache. Its module and initramfs entries
     are small and stay."""
-    old = os.environ.get("RIG_MUTANT")
-    os.environ["RIG_MUTANT"] = name
-    try:
-        build_dir = kernel_step("patched").dir
-    finally:
-        if old is None:
-            del os.environ["RIG_MUTANT"]
-        else:
-            os.environ["RIG_MUTANT"] = old
+    build_dir = mutant_kernel_step(name).dir
     if build_dir.is_dir():
         print(f"[mutants] {name}: removing its kernel build {build_dir}", flush=True)
         shutil.rmtree(build_dir, ignore_errors=True)
@@ -84,11 +127,18 @@ def describe(name: str) -> str:
     return first.split(":", 1)[1].strip() if first.startswith("Mutant ") else first
 
 
-def write_kill_table(path: Path, rows: List[Tuple[str, str, Dict[str, str]]]) -> None:
-    table = {"date": datetime.date.today().isoformat(), "mutants": [
-        {"mutant": name, "breaks": describe(name), "verdict": verdict,
-         "caught_by": {t: msg.splitlines()[0] if msg else "" for t, msg in sorted(caught.items())}}
-        for name, verdict, caught in rows]}
+def kill_row(name: str, verdict: str, caught: Dict[str, str], key: str = "",
+             tests: str = "") -> Dict:
+    """One mutant's row: what it breaks, the verdict, the first line of each
+    catching test's message, and what the verdict was reached on."""
+    return {"mutant": name, "breaks": describe(name), "verdict": verdict,
+            "caught_by": {t: msg.splitlines()[0] if msg else ""
+                          for t, msg in sorted(caught.items())},
+            "key": key, "tests": tests, "date": datetime.date.today().isoformat()}
+
+
+def write_kill_table(path: Path, rows: List[Dict]) -> None:
+    table = {"date": datetime.date.today().isoformat(), "mutants": rows}
     path.write_text(json.dumps(table, indent=1) + "\n")
 
 
@@ -98,6 +148,9 @@ def render_kill_table(kills: Path, page: Path) -> None:
     out = ["# Mutants and what catches them",
            "",
            f"Generated by `make mutants` on {table['date']} from `kills.json`; do not edit.",
+           f"Runs: {', '.join(sorted({m.get('date', table['date']) for m in table['mutants']}))}"
+           f" (a resumed run, `--resume`, keeps the rows of mutants whose kernel and tests"
+           f" are unchanged).",
            "Each mutant in `kernel-patches/mutants/` breaks one property; the suite must",
            "fail on it with a message that names the property in its first words.",
            "",
