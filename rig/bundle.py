@@ -24,6 +24,7 @@ NAME = "bundle.json"
 EVIDENCE = ("console.log", "uart.log", "side.bin")
 # Written only by boots with the second console UART (BootRequest.second_uart).
 SECOND_CONSOLE_EVIDENCE = ("console2.log", "uart2.log")
+ALL_EVIDENCE = EVIDENCE + SECOND_CONSOLE_EVIDENCE
 
 
 def evidence_names(run_dir: Path) -> Tuple[str, ...]:

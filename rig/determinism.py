@@ -45,8 +45,8 @@ def hashes(run_dir: Path) -> Dict[str, str]:
     """The evidence hashes the boot recorded in its bundle (hashed again only
     if the harness died before it could record them)."""
     recorded = bundle.load(run_dir).get("evidence") or bundle.evidence_hashes(run_dir)
-    names = bundle.EVIDENCE + bundle.SECOND_CONSOLE_EVIDENCE
-    return {n: recorded[n]["sha256"] if recorded.get(n) else "absent" for n in names}
+    return {n: recorded[n]["sha256"] if recorded.get(n) else "absent"
+            for n in bundle.ALL_EVIDENCE}
 
 
 def disagreements(runs: List[Dict[Key, Dict[str, str]]]) -> Dict[Key, List[int]]:
@@ -99,7 +99,7 @@ def main(runs: int, out_dir: Path, pytest_args: List[str]) -> int:
             other = dirs[r - 1].get((test, name, k))
             if other is not None and other.is_dir():
                 break
-        for n in bundle.EVIDENCE + bundle.SECOND_CONSOLE_EVIDENCE:
+        for n in bundle.ALL_EVIDENCE:
             if not (ref and other and other.is_dir() and (ref / n).is_file()
                     and (other / n).is_file()):
                 continue

@@ -27,14 +27,14 @@ def main(out_dir: Path, pytest_args: List[str], only: List[str],
          keep_builds: bool = False, resume: bool = False) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     kills = out_dir / "kills.json"
-    names = [p.stem for p in read_series(MUTANTS / "series")]
-    if only:
-        names = [n for n in names if n in only]
+    series = [p.stem for p in read_series(MUTANTS / "series")]
+    names = [n for n in series if n in only] if only else series
     tests = " ".join(pytest_args or ["scenarios"])
     earlier = earlier_rows(kills) if resume else {}
     rows = []
     for name in names:
-        key = mutant_kernel_key(name)
+        step = mutant_kernel_step(name)
+        key = step.key
         row = earlier.get(name)
         if row and row.get("key") == key and row.get("tests") == tests:
             print(f"[mutants] {name}: {row['verdict']} in the run of {row['date']} "
@@ -43,12 +43,11 @@ def main(out_dir: Path, pytest_args: List[str], only: List[str],
             continue
         rows.append(run_mutant(name, key, tests, out_dir, pytest_args))
         if not keep_builds:
-            drop_kernel_build(name)
+            drop_kernel_build(name, step.dir)
         # After each mutant: an interrupted run resumes from here (--resume).
-        write_kill_table(kills, merged(rows, earlier))
-    table = merged(rows, earlier)
+        write_kill_table(kills, merged(series, rows, earlier))
+    table = merged(series, rows, earlier)
     write_kill_table(kills, table)
-    series = [p.stem for p in read_series(MUTANTS / "series")]
     if not only and sorted(r["mutant"] for r in table) == sorted(series):
         render_kill_table(kills, paths.REPO / "docs" / "mutants.md")
     print("\n[mutants] report")
@@ -59,10 +58,9 @@ def main(out_dir: Path, pytest_args: List[str], only: List[str],
     return 0 if rows and all(r["verdict"] == "caught" for r in rows) else 1
 
 
-def merged(rows: List[Dict], earlier: Dict[str, Dict]) -> List[Dict]:
+def merged(series: List[str], rows: List[Dict], earlier: Dict[str, Dict]) -> List[Dict]:
     """This run's rows, then the earlier run's rows of the other mutants of
     the series (a resumed or --only run keeps them), in the series' order."""
-    series = [p.stem for p in read_series(MUTANTS / "series")]
     by_name = {n: r for n, r in earlier.items() if n in series}
     by_name.update({r["mutant"]: r for r in rows})
     return [by_name[n] for n in series if n in by_name]
@@ -84,13 +82,9 @@ def run_mutant(name: str, key: str, tests: str, out_dir: Path, pytest_args: List
     return kill_row(name, "caught" if caught else "NOT CAUGHT", caught, key, tests)
 
 
-def mutant_kernel_key(name: str) -> str:
-    """The cache key of the mutant's kernel: the series, the mutant, the
-    config and the toolchain it was built from."""
-    return mutant_kernel_step(name).key
-
-
 def mutant_kernel_step(name: str):
+    """The cache step of the mutant's kernel: its key covers the series, the
+    mutant, the config and the toolchain it is built from."""
     old = os.environ.get("RIG_MUTANT")
     os.environ["RIG_MUTANT"] = name
     try:
@@ -110,12 +104,11 @@ def earlier_rows(kills: Path) -> Dict[str, Dict]:
         return {}
 
 
-def drop_kernel_build(name: str) -> None:
+def drop_kernel_build(name: str, build_dir: Path) -> None:
     """A mutant's kernel is booted by nothing else, and twenty of them (a
     source tree each) would fill the disk: remove its cache entry. A rerun
     builds it again, mostly from ccache. Its module and initramfs entries
     are small and stay."""
-    build_dir = mutant_kernel_step(name).dir
     if build_dir.is_dir():
         print(f"[mutants] {name}: removing its kernel build {build_dir}", flush=True)
         shutil.rmtree(build_dir, ignore_errors=True)

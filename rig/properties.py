@@ -22,17 +22,15 @@ def assert_immediate(ev: Evidence, line, tag: Tag):
     start = written.index(wire)
     cpus = {r.cpu for r in during[start:start + len(wire)]}
     assert cpus == {tag.cpu}, (f"emergency immediacy on {ev.console_name}: the line's bytes "
-                               f"came from vCPUs {cpus}, "
-                               f"the caller was "
-                               f"CPU {tag.cpu} ({ev.where()})")
+                               f"came from vCPUs {cpus}, the caller was CPU {tag.cpu} "
+                               f"({ev.where()})")
 
 
 def assert_deferred(ev: Evidence, line, tag: Tag):
     written = bytes(r.value for r in ev.during_call(tag))
     assert (line.raw + "\r\n").encode() not in written, (
         f"emergency threshold: line written during its printk() call although it is not "
-        f"an emergency: "
-        f"{line.raw!r} ({ev.where()})")
+        f"an emergency: {line.raw!r} ({ev.where()})")
     assert line in ev.transcript.lines
 
 

@@ -24,18 +24,21 @@ def test_kill_table_names_what_each_mutant_breaks_and_what_caught_it(tmp_path):
 
 def test_a_resumed_run_keeps_the_rows_of_unchanged_mutants(tmp_path):
     kills = tmp_path / "kills.json"
+    key_of = {n: mutants.mutant_kernel_step(n).key
+              for n in ("ier-not-restored", "emergency-cpu-zero")}
     row = mutants.kill_row("ier-not-restored", "caught", {"t": "AssertionError: IER"},
-                           key=mutants.mutant_kernel_key("ier-not-restored"), tests="scenarios")
+                           key=key_of["ier-not-restored"], tests="scenarios")
     stale = mutants.kill_row("emergency-cpu-zero", "caught", {"t": "x"}, key="0" * 16,
                              tests="scenarios")
     mutants.write_kill_table(kills, [row, stale])
     earlier = mutants.earlier_rows(kills)
-    assert earlier["ier-not-restored"]["key"] == mutants.mutant_kernel_key("ier-not-restored")
+    assert earlier["ier-not-restored"]["key"] == key_of["ier-not-restored"]
     # The stale row's kernel key no longer matches: a resumed run runs it again.
-    assert earlier["emergency-cpu-zero"]["key"] != mutants.mutant_kernel_key("emergency-cpu-zero")
+    assert earlier["emergency-cpu-zero"]["key"] != key_of["emergency-cpu-zero"]
     # A new row replaces the earlier one; the others keep the series' order.
     fresh = mutants.kill_row("emergency-cpu-zero", "NOT CAUGHT", {})
-    table = mutants.merged([fresh], earlier)
+    series = ["ier-not-restored", "emergency-cpu-zero"]
+    table = mutants.merged(series, [fresh], earlier)
     assert [r["mutant"] for r in table] == ["ier-not-restored", "emergency-cpu-zero"]
     assert table[1]["verdict"] == "NOT CAUGHT"
     assert mutants.earlier_rows(tmp_path / "missing.json") == {}
