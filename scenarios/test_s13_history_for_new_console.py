@@ -11,8 +11,8 @@ Inherited from 6.12 (per-console sequence numbers, CON_PRINTBUFFER): both
 flavors must pass on the legacy console. On an nbcon console vanilla
 prints the history without the dropped line: nbcon_seq_force() moves the
 console to the oldest record still stored, and nothing counts the records
-before it (the series' 0010 does). The console UARTs run without the baud model here, so
-vanilla's synchronous printing does not take minutes."""
+before it (the series' 0010 does). The console UARTs run without the baud
+model here, so vanilla's synchronous printing does not take minutes."""
 import pytest
 
 from rig import logparse
