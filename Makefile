@@ -10,6 +10,7 @@ PACKAGES := \
 	build-essential ccache bc bison flex libelf-dev libssl-dev cpio xz-utils kmod patch \
 	linux-source-6.12 \
 	dpkg-dev ninja-build meson pkg-config libglib2.0-dev libpixman-1-dev libfdt-dev zlib1g-dev \
+	libseccomp-dev \
 	seabios qemu-system-data \
 	busybox-static util-linux \
 	python3 python3-pytest python3-pexpect python3-pytest-xdist gdb \

@@ -1,16 +1,25 @@
 """Reader for the rig-serial register log (format: qemu-devices/uart-log-format.md).
 
 The C decoder qemu-devices/tools/uartlog.c reads the same format; both must
-agree on a real log.
+agree on a real log. Every record is checked for values the device can
+write (vCPU, register, flags, value, time), so a damaged file is named at
+its first impossible record instead of decoding into nonsense; version 2
+logs also say how many records QEMU logged and lost (shortfall()).
 """
+import errno
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Union
 
 MAGIC = b"RIGUART\0"
-VERSION = 1
-HEADER = struct.Struct("<8sIIIIIIII24x")      # 64 bytes
+VERSION = 2
+VERSIONS = (1, 2)
+HEADER = struct.Struct("<8sIIIIIIII24x")      # 64 bytes, version 1
+COUNTS = struct.Struct("<IIQII")              # version 2: offset 40 of the header
+COUNTS_OFFSET = 40
+STATE_OPEN, STATE_CLOSED = 0, 1
 RECORD = struct.Struct("<QQHBBI")             # 24 bytes
 NO_CPU = 0xFFFF
 
@@ -19,6 +28,9 @@ REG_NAMES = {0: "THR", 1: "IER", 2: "FCR", 3: "LCR", 4: "MCR", 5: "LSR", 6: "MSR
 REG_CODES = {v: k for k, v in REG_NAMES.items()}
 FLAG_READ = 0x01
 FLAG_DLAB = 0x02
+READ_REGS = ("LSR", "IIR")            # the only reads the device logs
+DLAB_REGS = ("DLL", "DLM")            # only reached with DLAB set
+BYTE_REGS = tuple(n for n in REG_NAMES.values() if n not in ("MARKER", "NMI"))
 
 
 class UartLogError(ValueError):
@@ -35,6 +47,13 @@ class Header:
     irq: int
     marker_iobase: int
     flags: int
+    # Version 2 only (None in version 1): the machine's vCPUs, and the
+    # counts QEMU writes when it ends (state STATE_CLOSED).
+    cpus: Optional[int] = None
+    state: Optional[int] = None
+    records: Optional[int] = None
+    lost: Optional[int] = None
+    error: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -79,16 +98,52 @@ def parse_header(data: bytes) -> Header:
     if magic != MAGIC:
         raise UartLogError(f"bad magic {magic!r} at offset 0 (expected {MAGIC!r}): "
                            "not a rig-serial log")
-    if version != VERSION:
+    if version not in VERSIONS:
         raise UartLogError(f"log format version {version} at offset 8; this reader knows "
-                           f"version {VERSION}")
+                           f"versions {', '.join(map(str, VERSIONS))}")
     if rec_size != RECORD.size or hdr_size != HEADER.size:
         raise UartLogError(f"record size {rec_size} / header size {hdr_size} at offset 12 "
-                           f"do not match version {VERSION} ({RECORD.size} / {HEADER.size})")
-    return Header(version, rec_size, hdr_size, baud, iobase, irq, marker, flags)
+                           f"do not match version {version} ({RECORD.size} / {HEADER.size})")
+    if version == 1:
+        return Header(version, rec_size, hdr_size, baud, iobase, irq, marker, flags)
+    cpus, state, records, lost, error = COUNTS.unpack_from(data, COUNTS_OFFSET)
+    if not 1 <= cpus < NO_CPU:
+        raise UartLogError(f"{cpus} vCPUs at offset {COUNTS_OFFSET}: a damaged header")
+    if state not in (STATE_OPEN, STATE_CLOSED) or lost > records:
+        raise UartLogError(f"state {state}, {lost} of {records} records lost at offset "
+                           f"{COUNTS_OFFSET + 4}: a damaged header")
+    return Header(version, rec_size, hdr_size, baud, iobase, irq, marker, flags,
+                  cpus, state, records, lost, error)
 
 
-def iter_records(data: bytes, header: Header) -> Iterator[Record]:
+def impossible(rec: Record, cpus: Optional[int], prev_ns: int) -> Optional[str]:
+    """Why the device cannot have written this record; None if it can."""
+    if rec.reg.startswith("reg"):
+        return f"unknown register code {rec.reg[3:]}"
+    if rec.cpu is not None and cpus is not None and rec.cpu >= cpus:
+        return f"vCPU {rec.cpu} on a machine of {cpus}"
+    if rec.flags & ~(FLAG_READ | FLAG_DLAB):
+        return f"unknown flags {rec.flags:#04x}"
+    if rec.is_read != (rec.reg in READ_REGS):
+        return f"a {'read' if rec.is_read else 'write'} of {rec.reg}, which the device " \
+               f"logs only as {'a write' if rec.is_read else 'a read'}"
+    if rec.reg in DLAB_REGS and not rec.flags & FLAG_DLAB:
+        return f"{rec.reg} without DLAB"
+    if rec.reg in BYTE_REGS and rec.value > 0xFF:
+        return f"value {rec.value:#x} in the 8-bit register {rec.reg}"
+    if rec.reg == "NMI" and cpus is not None and rec.value >= cpus:
+        return f"an NMI for vCPU {rec.value} on a machine of {cpus}"
+    if rec.vtime_ns < prev_ns:
+        return f"virtual time {rec.vtime_ns} ns before the previous record's {prev_ns} ns"
+    return None
+
+
+def iter_records(data: bytes, header: Header,
+                 cpus: Optional[int] = None) -> Iterator[Record]:
+    """The records, each checked; cpus: the machine's vCPU count where the
+    header does not say it (version 1)."""
+    cpus = header.cpus if header.cpus is not None else cpus
+    prev_ns = 0
     body = len(data) - header.header_size
     if body % header.record_size:
         off = header.header_size + (body // header.record_size) * header.record_size
@@ -101,32 +156,63 @@ def iter_records(data: bytes, header: Header) -> Iterator[Record]:
             raise UartLogError(f"record at offset {off} has seq {seq}, expected {expected}: "
                                "records missing or corrupted")
         expected += 1
-        yield Record(seq, vtime, None if cpu == NO_CPU else cpu,
+        rec = Record(seq, vtime, None if cpu == NO_CPU else cpu,
                      REG_NAMES.get(reg, f"reg{reg}"), flags, value)
+        why = impossible(rec, cpus, prev_ns)
+        if why:
+            raise UartLogError(f"record {seq} at offset {off} cannot be: {why} "
+                               "(a damaged file)")
+        prev_ns = vtime
+        yield rec
 
 
-def parse(data: bytes) -> UartLog:
+def parse(data: bytes, cpus: Optional[int] = None) -> UartLog:
     header = parse_header(data)
-    return UartLog(header, list(iter_records(data, header)))
+    return UartLog(header, list(iter_records(data, header, cpus)))
 
 
-def read(path: Union[str, Path]) -> UartLog:
+def read(path: Union[str, Path], cpus: Optional[int] = None) -> UartLog:
     p = Path(path)
     try:
-        return parse(p.read_bytes())
+        return parse(p.read_bytes(), cpus)
     except UartLogError as e:
         raise UartLogError(f"{p}: {e}") from None
 
 
+def shortfall(log: UartLog) -> Optional[str]:
+    """What a version-2 log that QEMU closed lacks: records lost to a failed
+    write, or fewer in the file than QEMU wrote; None when it is whole, or
+    cannot tell (version 1, or QEMU did not close it: killed)."""
+    h = log.header
+    if h.version < 2 or h.state != STATE_CLOSED:
+        return None
+    written = h.records - h.lost
+    held = f"holds {len(log.records)} of the {h.records} records QEMU logged"
+    if h.lost:
+        why = os.strerror(h.error) if h.error else "unknown error"
+        name = errno.errorcode.get(h.error, "")
+        return f"{held}: QEMU could not write {h.lost} ({name + ': ' if name else ''}{why})"
+    if len(log.records) != written:
+        return f"{held}: the file lost records after QEMU wrote them"
+    return None
+
+
 def pack_header(baudbase=115200, iobase=0x3F8, irq=4, marker_iobase=0x4F0, flags=0,
-                version=VERSION, magic=MAGIC) -> bytes:
+                version=VERSION, magic=MAGIC, cpus=2, state=STATE_OPEN, records=0, lost=0,
+                error=0) -> bytes:
     """Encode a header (for tests and tools that write logs)."""
-    return HEADER.pack(magic, version, RECORD.size, HEADER.size, baudbase, iobase, irq,
+    head = HEADER.pack(magic, version, RECORD.size, HEADER.size, baudbase, iobase, irq,
                        marker_iobase, flags)
+    if version < 2:
+        return head
+    return (head[:COUNTS_OFFSET] + COUNTS.pack(cpus, state, records, lost, error))
 
 
 def pack_record(seq, vtime_ns, cpu, reg, value, flags=0) -> bytes:
+    """Encode a record; DLL and DLM get the DLAB flag they always carry."""
     code = REG_CODES[reg] if isinstance(reg, str) else reg
+    if REG_NAMES.get(code) in DLAB_REGS:
+        flags |= FLAG_DLAB
     return RECORD.pack(seq, vtime_ns, NO_CPU if cpu is None else cpu, code, flags, value)
 
 

@@ -81,6 +81,28 @@ int main(void)
 
 	CHECK(uartlog_reg_code("ier") == 1 && uartlog_reg_code("bogus") == -1);
 
+	/* Version 2: the vCPU count bounds the records; flipped bytes are named. */
+	header(buf, 2);
+	buf[40] = 2;
+	record(buf + 64 + 24, 1, 20, 1, 0, 'x');
+	CHECK(uartlog_parse(buf, n, &log, err, sizeof(err)) == 0 && log.hdr.cpus == 2);
+	uartlog_free(&log);
+	buf[64 + 24 + 16] = 7;
+	CHECK(uartlog_parse(buf, n, &log, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "record 1 at offset 88 cannot be: vCPU 7 on a machine of 2") != NULL);
+	buf[64 + 24 + 16] = 1;
+	buf[64 + 18] = 42;
+	CHECK(uartlog_parse(buf, n, &log, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "unknown register code 42") != NULL);
+	buf[64 + 18] = 1;
+	buf[64 + 19] = 0x80;
+	CHECK(uartlog_parse(buf, n, &log, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "unknown flags 0x80") != NULL);
+	buf[64 + 19] = 0;
+	buf[44] = 7;
+	CHECK(uartlog_parse(buf, n, &log, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "state 7, 0 of 0 records lost at offset 44") != NULL);
+
 	if (failures) {
 		fprintf(stderr, "0 passed, %d failed\n", failures);
 		return 1;

@@ -79,6 +79,11 @@ static void print_stats(const struct uartlog *log)
 	}
 	printf("records %zu baudbase %" PRIu32 " iobase 0x%" PRIx32 " irq %" PRIu32 "\n",
 	       log->n, log->hdr.baudbase, log->hdr.iobase, log->hdr.irq);
+	if (log->hdr.version >= 2)
+		printf("vcpus %" PRIu32 ", %s: QEMU logged %" PRIu64 " records, lost %" PRIu32
+		       " (errno %" PRIu32 ")\n", log->hdr.cpus,
+		       log->hdr.state == UARTLOG_CLOSED ? "closed" : "open (QEMU running or killed)",
+		       log->hdr.records, log->hdr.lost, log->hdr.error);
 	if (log->n)
 		printf("vtime %" PRIu64 " .. %" PRIu64 " ns\n", log->rec[0].vtime_ns,
 		       log->rec[log->n - 1].vtime_ns);

@@ -7,15 +7,20 @@
 #include <stdint.h>
 
 #define UARTLOG_MAGIC "RIGUART"
-#define UARTLOG_VERSION 1
+#define UARTLOG_VERSION 2		/* reads 1 and 2 */
 #define UARTLOG_HEADER_SIZE 64
 #define UARTLOG_RECORD_SIZE 24
 #define UARTLOG_NO_CPU 0xffff
 #define UARTLOG_FLAG_READ 0x01
+#define UARTLOG_FLAG_DLAB 0x02
+#define UARTLOG_CLOSED 1
 
 struct uartlog_header {
 	uint32_t version, record_size, header_size, baudbase, iobase, irq;
 	uint32_t marker_iobase, flags;
+	/* Version 2 (zero in version 1): vCPUs, and QEMU's counts at its end. */
+	uint32_t cpus, state, lost, error;
+	uint64_t records;
 };
 
 struct uartlog_record {

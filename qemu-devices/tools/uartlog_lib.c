@@ -43,10 +43,51 @@ static uint32_t le32(const uint8_t *p)
 	       (uint32_t)p[3] << 24;
 }
 
+static int is_read_reg(uint8_t reg)
+{
+	return reg == 5 || reg == 10;		/* LSR, IIR: the only reads logged */
+}
+
+/*
+ * Why the device cannot have written this record, or NULL; the same rules
+ * as rig/uartlog.py's impossible(). cpus is 0 when the header does not say.
+ */
+static const char *impossible(const struct uartlog_record *r, uint32_t cpus,
+			      uint64_t prev_ns, char *buf, size_t len)
+{
+	const char *name = uartlog_reg_name(r->reg);
+	int read = r->flags & UARTLOG_FLAG_READ;
+
+	if (!strcmp(name, "?"))
+		snprintf(buf, len, "unknown register code %u", r->reg);
+	else if (r->cpu != UARTLOG_NO_CPU && cpus && r->cpu >= cpus)
+		snprintf(buf, len, "vCPU %u on a machine of %" PRIu32, r->cpu, cpus);
+	else if (r->flags & ~(UARTLOG_FLAG_READ | UARTLOG_FLAG_DLAB))
+		snprintf(buf, len, "unknown flags 0x%02x", r->flags);
+	else if (!read != !is_read_reg(r->reg))
+		snprintf(buf, len, "a %s of %s, which the device logs only as %s",
+			 read ? "read" : "write", name, read ? "a write" : "a read");
+	else if ((r->reg == 8 || r->reg == 9) && !(r->flags & UARTLOG_FLAG_DLAB))
+		snprintf(buf, len, "%s without DLAB", name);
+	else if (r->reg < 16 && r->value > 0xff)
+		snprintf(buf, len, "value 0x%" PRIx32 " in the 8-bit register %s", r->value, name);
+	else if (r->reg == 17 && cpus && r->value >= cpus)
+		snprintf(buf, len, "an NMI for vCPU %" PRIu32 " on a machine of %" PRIu32,
+			 r->value, cpus);
+	else if (r->vtime_ns < prev_ns)
+		snprintf(buf, len, "virtual time %" PRIu64 " ns before the previous record's %"
+			 PRIu64 " ns", r->vtime_ns, prev_ns);
+	else
+		return NULL;
+	return buf;
+}
+
 int uartlog_parse(const uint8_t *data, size_t len, struct uartlog *log,
 		  char *err, size_t errlen)
 {
 	struct uartlog_header *h = &log->hdr;
+	char what[128];
+	const char *why;
 	size_t body, n;
 
 	memset(log, 0, sizeof(*log));
@@ -67,17 +108,34 @@ int uartlog_parse(const uint8_t *data, size_t len, struct uartlog *log,
 	h->irq = le32(data + 28);
 	h->marker_iobase = le32(data + 32);
 	h->flags = le32(data + 36);
-	if (h->version != UARTLOG_VERSION) {
+	if (h->version != 1 && h->version != 2) {
 		snprintf(err, errlen, "log format version %" PRIu32
-			 " at offset 8; this decoder knows version %d", h->version,
-			 UARTLOG_VERSION);
+			 " at offset 8; this decoder knows versions 1, 2", h->version);
 		return -1;
 	}
 	if (h->record_size != UARTLOG_RECORD_SIZE || h->header_size != UARTLOG_HEADER_SIZE) {
 		snprintf(err, errlen, "record size %" PRIu32 " / header size %" PRIu32
-			 " at offset 12 do not match version 1", h->record_size,
-			 h->header_size);
+			 " at offset 12 do not match version %" PRIu32, h->record_size,
+			 h->header_size, h->version);
 		return -1;
+	}
+	if (h->version == 2) {
+		h->cpus = le32(data + 40);
+		h->state = le32(data + 44);
+		h->records = le64(data + 48);
+		h->lost = le32(data + 56);
+		h->error = le32(data + 60);
+		if (h->cpus < 1 || h->cpus >= UARTLOG_NO_CPU) {
+			snprintf(err, errlen, "%" PRIu32 " vCPUs at offset 40: a damaged header",
+				 h->cpus);
+			return -1;
+		}
+		if (h->state > UARTLOG_CLOSED || h->lost > h->records) {
+			snprintf(err, errlen, "state %" PRIu32 ", %" PRIu32 " of %" PRIu64
+				 " records lost at offset 44: a damaged header", h->state,
+				 h->lost, h->records);
+			return -1;
+		}
 	}
 	body = len - UARTLOG_HEADER_SIZE;
 	if (body % UARTLOG_RECORD_SIZE) {
@@ -106,6 +164,14 @@ int uartlog_parse(const uint8_t *data, size_t len, struct uartlog *log,
 			snprintf(err, errlen, "record at offset %zu has seq %" PRIu64
 				 ", expected %zu: records missing or corrupted",
 				 (size_t)(p - data), r->seq, i);
+			uartlog_free(log);
+			return -1;
+		}
+		why = impossible(r, h->cpus, i ? log->rec[i - 1].vtime_ns : 0, what,
+				 sizeof(what));
+		if (why) {
+			snprintf(err, errlen, "record %zu at offset %zu cannot be: %s (a damaged file)",
+				 i, (size_t)(p - data), why);
 			uartlog_free(log);
 			return -1;
 		}

@@ -24,7 +24,8 @@ DEVICE_SRC = paths.QEMU_DEVICES / "src"
 DEVICE_SERIES = paths.QEMU_DEVICES / "patches" / "series"
 CONFIGURE_FLAGS = [
     "--target-list=x86_64-softmmu", "--without-default-features", "--enable-tcg",
-    "--enable-kvm", "--enable-fdt=system", "--disable-docs", "--disable-werror",
+    "--enable-kvm", "--enable-fdt=system", "--enable-seccomp", "--disable-docs",
+    "--disable-werror",
 ]
 NINJA_TARGET = "qemu-system-x86_64"
 

@@ -105,6 +105,25 @@ def test_both_decoders_reject_a_truncated_log(clean_boot, uartlog_bin, tmp_path)
         uartlog.read(bad)
 
 
+def test_a_real_log_is_closed_whole_and_a_flipped_cpu_byte_is_named(clean_boot, uartlog_bin,
+                                                                      tmp_path):
+    res, log = clean_boot
+    h = log.header
+    assert (h.version, h.cpus, h.state, h.lost) == (2, 2, uartlog.STATE_CLOSED, 0)
+    assert h.records == len(log.records) and uartlog.shortfall(log) is None
+    data = bytearray((res.run_dir / "uart.log").read_bytes())
+    n = next(i for i, r in enumerate(log.records) if r.reg == "THR")
+    offset = 64 + 24 * n
+    data[offset + 17] = 0xFF                      # the high byte of the record's vCPU
+    bad = tmp_path / "flipped.log"
+    bad.write_bytes(bytes(data))
+    want = f"record {n} at offset {offset} cannot be: vCPU {(0xFF << 8) | log.records[n].cpu}"
+    c = subprocess.run([str(uartlog_bin), str(bad)], capture_output=True, text=True)
+    assert c.returncode == 1 and want in c.stderr, c.stderr
+    with pytest.raises(uartlog.UartLogError, match=want):
+        uartlog.read(bad)
+
+
 def line_write(log):
     """(duration ns, THR count) of rig-init's `line` step: from its first THR
     byte to the IER restore that follows the console's wait for TEMT."""

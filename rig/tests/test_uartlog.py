@@ -65,3 +65,44 @@ def test_between_markers_of_one_vcpu_when_two_mark_the_same_value():
     assert [r.seq for r in uartlog.between_markers(log, 1, 2, cpu=1)] == [3, 4]
     with pytest.raises(UartLogError, match="from vCPU 2"):
         uartlog.between_markers(log, 1, 2, cpu=2)
+
+
+@pytest.mark.parametrize("offset, byte, why", [
+    (16, 0xFF, r"record 0 at offset 64 cannot be: vCPU 255 on a machine of 2"),
+    (17, 0xFF, r"record 0 at offset 64 cannot be: vCPU 65280 on a machine of 2"),
+    (18, 0x2A, r"record 0 at offset 64 cannot be: unknown register code 43"),
+    (19, 0x80, r"record 0 at offset 64 cannot be: unknown flags 0x80"),
+    (19, 0x01, r"record 0 at offset 64 cannot be: a read of IER, which the device logs "
+               r"only as a write"),
+    (21, 0x01, r"record 0 at offset 64 cannot be: value 0x100 in the 8-bit register IER"),
+    (15, 0x80, r"record 1 at offset 88 cannot be: virtual time 200 ns before the previous"),
+])
+def test_a_flipped_byte_is_named_at_its_first_impossible_record(offset, byte, why):
+    """Flipped CPU, register, flag, value and time bytes of a record."""
+    data = bytearray(sample())
+    data[64 + offset] ^= byte
+    with pytest.raises(UartLogError, match=why):
+        uartlog.parse(bytes(data))
+
+
+def test_version_1_logs_are_still_read_and_checked_against_a_given_vcpu_count():
+    v1 = pack_header(version=1) + sample()[64:]
+    assert [r.reg for r in uartlog.parse(v1).records] == ["IER", "THR", "MARKER"]
+    with pytest.raises(UartLogError, match="vCPU 1 on a machine of 1"):
+        uartlog.parse(v1, cpus=1)
+
+
+def test_shortfall_of_a_closed_version_2_log():
+    whole = pack_header(state=uartlog.STATE_CLOSED, records=3) + sample()[64:]
+    assert uartlog.shortfall(uartlog.parse(whole)) is None
+    cut = pack_header(state=uartlog.STATE_CLOSED, records=9, lost=6, error=28) + sample()[64:]
+    assert uartlog.shortfall(uartlog.parse(cut)) == (
+        "holds 3 of the 9 records QEMU logged: QEMU could not write 6 "
+        "(ENOSPC: No space left on device)")
+    shrunk = pack_header(state=uartlog.STATE_CLOSED, records=4) + sample()[64:]
+    assert "the file lost records after QEMU wrote them" in uartlog.shortfall(
+        uartlog.parse(shrunk))
+    # Open: QEMU did not end by itself (killed) or still runs: no count to hold it to.
+    assert uartlog.shortfall(uartlog.parse(pack_header(records=9) + sample()[64:])) is None
+    with pytest.raises(UartLogError, match="state 7, 0 of 0 records lost at offset 44"):
+        uartlog.parse(pack_header(state=7))

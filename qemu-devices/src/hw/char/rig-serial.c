@@ -32,8 +32,9 @@
  *
  * Records are written with one write(2) each, so that the log survives a
  * guest panic and a SIGKILL of QEMU: the data is in the host's page cache as
- * soon as the access returns.  The format is documented in
- * qemu-devices/uart-log-format.md.
+ * soon as the access returns.  When QEMU ends, the header gets the number of
+ * records and of those a failed write lost, so a cut log is told from a
+ * whole one.  The format is documented in qemu-devices/uart-log-format.md.
  *
  * Copyright (c) 2026 printk-rig authors
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -47,6 +48,7 @@
 #include "qemu/module.h"
 #include "qemu/timer.h"
 #include "hw/acpi/acpi_aml_interface.h"
+#include "hw/boards.h"
 #include "hw/char/serial.h"
 #include "hw/core/cpu.h"
 #include "hw/isa/isa.h"
@@ -55,13 +57,14 @@
 #include "qom/object.h"
 #include "sysemu/cpu-timers.h"
 #include "sysemu/runstate.h"
+#include "sysemu/sysemu.h"
 #include "trace.h"
 
 #define TYPE_RIG_SERIAL "rig-serial"
 OBJECT_DECLARE_SIMPLE_TYPE(RigSerialState, RIG_SERIAL)
 
 #define RIG_LOG_MAGIC "RIGUART\0"
-#define RIG_LOG_VERSION 1
+#define RIG_LOG_VERSION 2
 #define RIG_LOG_HEADER_SIZE 64
 #define RIG_LOG_NO_CPU 0xffff
 
@@ -109,8 +112,16 @@ typedef struct QEMU_PACKED RigLogHeader {
     uint32_t irq;
     uint32_t marker_iobase;
     uint32_t flags;
-    uint8_t reserved[RIG_LOG_HEADER_SIZE - 40];
+    /* Version 2: the machine, then the counts written when QEMU ends. */
+    uint32_t cpus;
+    uint32_t state;             /* RIG_LOG_OPEN, RIG_LOG_CLOSED */
+    uint64_t records;           /* accesses logged or meant to be */
+    uint32_t lost;              /* of them, not written (a write failed) */
+    uint32_t error;             /* errno of the first failed write */
 } RigLogHeader;
+
+#define RIG_LOG_OPEN 0
+#define RIG_LOG_CLOSED 1
 
 QEMU_BUILD_BUG_ON(sizeof(RigLogRecord) != 24);
 QEMU_BUILD_BUG_ON(sizeof(RigLogHeader) != RIG_LOG_HEADER_SIZE);
@@ -132,6 +143,10 @@ struct RigSerialState {
     MemoryRegion marker_io;
     int log_fd;
     uint64_t seq;
+    off_t log_size;             /* bytes of whole records and header */
+    uint32_t log_lost;
+    int log_errno;
+    Notifier exit_notifier;
 
     /* Baud model: virtual time at which each queued byte leaves the wire. */
     int64_t tx_done[RIG_TX_SLOTS];
@@ -174,13 +189,64 @@ static void rig_log(RigSerialState *r, uint8_t reg, uint8_t flags,
     trace_rig_serial_record(le64_to_cpu(rec.seq), cpu,
                             reg < ARRAY_SIZE(reg_names) && reg_names[reg] ?
                             reg_names[reg] : "?", flags, value);
-    if (r->log_fd >= 0 &&
-        qemu_write_full(r->log_fd, &rec, sizeof(rec)) != sizeof(rec)) {
-        error_report("rig-serial: writing %s failed: %s; logging stops",
-                     r->log_path, strerror(errno));
-        close(r->log_fd);
-        r->log_fd = -1;
+    if (r->log_fd < 0) {
+        return;
     }
+    if (r->log_errno) {
+        r->log_lost++;
+        return;
+    }
+    if (qemu_write_full(r->log_fd, &rec, sizeof(rec)) != sizeof(rec)) {
+        /*
+         * A full disk, say. The log must not end in a partial record nor
+         * go on after a gap: it keeps the records before this one, and
+         * the header counts the rest as lost when QEMU ends, so that a
+         * reader can tell a cut log from a whole one.
+         */
+        r->log_errno = errno ? errno : EIO;
+        r->log_lost++;
+        error_report("rig-serial: writing %s failed: %s; later records are "
+                     "counted as lost", r->log_path, strerror(r->log_errno));
+        if (ftruncate(r->log_fd, r->log_size) != 0) {
+            error_report("rig-serial: cutting %s back to its last whole "
+                         "record failed: %s", r->log_path, strerror(errno));
+        }
+        return;
+    }
+    r->log_size += sizeof(rec);
+}
+
+/* Write the header's counts: state, records, lost, error. */
+static void rig_log_counts(RigSerialState *r, uint32_t state)
+{
+    RigLogHeader hdr;
+    const size_t at = offsetof(RigLogHeader, state);
+    const size_t len = sizeof(hdr) - at;
+
+    hdr.state = cpu_to_le32(state);
+    hdr.records = cpu_to_le64(r->seq);
+    hdr.lost = cpu_to_le32(r->log_lost);
+    hdr.error = cpu_to_le32(r->log_errno);
+    if (pwrite(r->log_fd, (uint8_t *)&hdr + at, len, at) != (ssize_t)len) {
+        error_report("rig-serial: writing the counts into %s failed: %s",
+                     r->log_path, strerror(errno));
+    }
+}
+
+static void rig_log_close(RigSerialState *r)
+{
+    if (r->log_fd < 0) {
+        return;
+    }
+    rig_log_counts(r, RIG_LOG_CLOSED);
+    close(r->log_fd);
+    r->log_fd = -1;
+}
+
+/* QEMU ends (the guest's isa-debug-exit, a shutdown): seal the log. */
+static void rig_log_exit_notify(Notifier *n, void *data)
+{
+    rig_log_close(container_of(n, RigSerialState, exit_notifier));
 }
 
 static uint8_t reg_code(SerialState *s, hwaddr addr, bool is_write)
@@ -469,9 +535,16 @@ static void rig_open_log(RigSerialState *r, Error **errp)
         return;
     }
     if (r->log_append) {
-        /* A restored VM: the header and the records so far are there. */
-        r->log_fd = qemu_create(r->log_path, O_WRONLY | O_APPEND | O_BINARY,
-                                0644, errp);
+        /*
+         * A restored VM: the header and the records so far are there. Not
+         * O_APPEND: the counts are written into the header with pwrite().
+         */
+        r->log_fd = qemu_create(r->log_path, O_WRONLY | O_BINARY, 0644, errp);
+        if (r->log_fd < 0) {
+            return;
+        }
+        r->log_size = lseek(r->log_fd, 0, SEEK_END);
+        rig_log_counts(r, RIG_LOG_OPEN);
         return;
     }
     r->log_fd = qemu_create(r->log_path, O_WRONLY | O_TRUNC | O_BINARY, 0644,
@@ -479,6 +552,9 @@ static void rig_open_log(RigSerialState *r, Error **errp)
     if (r->log_fd < 0) {
         return;
     }
+    r->log_size = sizeof(hdr);
+    hdr.cpus = cpu_to_le32(MACHINE(qdev_get_machine())->smp.cpus);
+    hdr.state = cpu_to_le32(RIG_LOG_OPEN);
     memcpy(hdr.magic, RIG_LOG_MAGIC, sizeof(hdr.magic));
     hdr.version = cpu_to_le32(RIG_LOG_VERSION);
     hdr.record_size = cpu_to_le32(sizeof(RigLogRecord));
@@ -525,6 +601,8 @@ static void rig_serial_realize(DeviceState *dev, Error **errp)
         error_propagate(errp, err);
         return;
     }
+    r->exit_notifier.notify = rig_log_exit_notify;
+    qemu_add_exit_notifier(&r->exit_notifier);
     memory_region_init_io(&s->io, OBJECT(r), &rig_serial_io_ops, r,
                           "rig-serial", 8);
     isa_register_ioport(isadev, &s->io, r->iobase);
@@ -555,10 +633,8 @@ static void rig_serial_unrealize(DeviceState *dev)
     RigSerialState *r = RIG_SERIAL(dev);
 
     timer_free(r->thri_timer);
-    if (r->log_fd >= 0) {
-        close(r->log_fd);
-        r->log_fd = -1;
-    }
+    qemu_remove_exit_notifier(&r->exit_notifier);
+    rig_log_close(r);
 }
 
 static void rig_serial_build_aml(AcpiDevAmlIf *adev, Aml *scope)
