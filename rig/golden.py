@@ -84,13 +84,46 @@ def update(path: Path, lines: List[str], head: List[str]) -> Change:
                   removed=sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag != "equal"))
 
 
-def mismatch(path: Path, lines: List[str], run_file: Path) -> Optional[str]:
+# The header lines that say what the transcript is of: test, boot, flavor,
+# kernel and icount shift (the third and fourth only say how it was made).
+IDENTITY_LINES = 2
+
+
+def read_golden(path: Path, head: List[str]) -> tuple:
+    """(body lines, None) of a golden file whose header is this run's, or
+    (None, why not) naming the file and what is wrong with it."""
+    again = "record it again with `make golden` and review `git diff golden/`"
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as e:
+        return None, f"golden file {path} cannot be read: {e.strerror}"
+    except UnicodeDecodeError as e:
+        return None, (f"golden file {path} is not UTF-8 text (byte {e.start}): damaged; "
+                      f"{again}")
+    found = [ln for ln in text.splitlines() if ln.startswith(HEADER)][:IDENTITY_LINES]
+    for want, got in zip(head[:IDENTITY_LINES], found + [""] * IDENTITY_LINES):
+        if want != got:
+            return None, (f"golden file {path} is of another boot: its header says "
+                          f"{got[len(HEADER):] or '(nothing)'!r}, this run is "
+                          f"{want[len(HEADER):]!r}; {again}")
+    lines = body(text)
+    if not any(ln.strip() for ln in lines):
+        return None, f"golden file {path} has a header and no transcript; {again}"
+    return lines, None
+
+
+def mismatch(path: Path, lines: List[str], run_file: Path,
+             head: List[str]) -> Optional[str]:
     """None if the run matches its golden file; else a readable report: the
-    records that differ (rig diff's findings) and a unified diff."""
+    records that differ (rig diff's findings) and a unified diff. head is
+    the run's own header: a golden file of another test, kernel or icount
+    shift is named as such, not compared line by line."""
     if not path.is_file():
         return (f"no golden transcript {path} for this boot: record it with `make golden` "
                 f"(the run's normalized transcript is {run_file})")
-    old = body(path.read_text())
+    old, problem = read_golden(path, head)
+    if problem:
+        return problem
     if old == lines:
         return None
     a = logdiff.parse(str(path), path.read_bytes())

@@ -34,7 +34,13 @@ class RecordedRun(BootResult):
 
         def load(name):
             p = run_dir / name
-            return json.loads(p.read_text()) if p.is_file() else {}
+            if not p.is_file():
+                return {}
+            try:
+                return json.loads(p.read_text())
+            except ValueError as e:       # JSONDecodeError, UnicodeDecodeError
+                raise ReportError(f"{p}: not valid JSON ({e}); the run was cut short or "
+                                  "the file damaged") from None
         summary, bundle = load("summary.json"), load("bundle.json")
         # summary.json has the whole outcome; a run that did not write one
         # (killed harness) has at most its class, in bundle.json.
@@ -146,6 +152,12 @@ def properties(run: RecordedRun, sections: Dict[str, bytes], log: Optional[uartl
     """The verdicts the page lists: the test's own (from JUnit), the boot
     properties every run must have (rig.checks), IER across console writes."""
     out = []
+    cls = run.outcome.cls
+    # A test may end its run on purpose (a panic scenario): then the end is
+    # expected of it, and its own verdict says whether the run is right.
+    out.append({"prop": "run ended clean (init finished every step)", "ok": cls == "clean",
+                "expected": expects_end(test_verdict),
+                "detail": f"{cls}: {run.outcome.detail}"})
     if test_verdict:
         # A strict xfail is a property that does not hold, as expected of that kernel.
         out.append({"prop": f"test {test_verdict['test']}",
@@ -170,8 +182,17 @@ def properties(run: RecordedRun, sections: Dict[str, bytes], log: Optional[uartl
     return out
 
 
-def verdict(props: List[dict]) -> str:
-    """PASS, FAIL, or XFAIL when every failing property was expected to fail."""
+def expects_end(test_verdict: Optional[dict]) -> bool:
+    """The test that made the run passed (or failed as expected) with it."""
+    return bool(test_verdict) and test_verdict["verdict"] in ("passed", "xfailed")
+
+
+def verdict(props: List[dict], outcome_cls: str) -> str:
+    """PASS, FAIL, or XFAIL when every failing property was expected to fail;
+    never PASS for a run that did not end clean: its class (PANIC, HANG,
+    QEMU-CRASH, RIG-ERROR, UNKNOWN) is its verdict."""
+    if outcome_cls != "clean":
+        return outcome_cls.upper()
     failing = [p for p in props if not p["ok"]]
     if not failing:
         return "PASS"
@@ -193,7 +214,9 @@ def gather(run_dir: Path, test_verdict: Optional[dict] = None) -> dict:
         "deterministic": run.summary.get("deterministic", False),
         "cpus": run.smp,
         "properties": props,
-        "verdict": verdict(props),
+        "verdict": verdict(props, run.outcome.cls),
+        # A run the test ended on purpose and judged right (a panic scenario).
+        "expected_end": run.outcome.cls != "clean" and expects_end(test_verdict),
         "lines": transcript_lines(run, sections),
         "timeline": timeline(log) if log is not None else None,
         "levels": LEVELS,

@@ -42,12 +42,15 @@ def main(runs: List[Path], junit: Optional[Path], out: Optional[Path]) -> int:
         try:
             d = write_run(run_dir, verdicts.get(str(run_dir)))
         except (ReportError, UartLogError, OSError) as e:
-            print(f"error: {e}")
+            print(f"ERROR {run_dir}: {e}")
             bad += 1
+            rows.append({"name": run_dir.name, "flavor": "?", "test": None,
+                         "verdict": "ERROR", "expected_end": False,
+                         "outcome": f"not reported: {e}", "href": None})
             continue
         print(f"{d['verdict']:<5} {run_dir / 'report.html'}")
         rows.append({"name": d["name"], "flavor": d["flavor"], "test": d["test"],
-                     "verdict": d["verdict"],
+                     "verdict": d["verdict"], "expected_end": d["expected_end"],
                      "outcome": d["outcome"]["class"],
                      "href": os.path.relpath(run_dir / "report.html", index_dir)})
     if len(rows) > 1 or junit:

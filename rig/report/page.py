@@ -159,7 +159,11 @@ def status(prop: dict) -> str:
     return "PASS" if prop["ok"] else "XFAIL" if prop["expected"] else "FAIL"
 
 
-def status_class(verdict: str) -> str:
+def status_class(verdict: str, expected_end: bool = False) -> str:
+    """ok for PASS, xfail for XFAIL and for an end the test asked for (its
+    class shown as the verdict), bad for everything else."""
+    if expected_end:
+        return "xfail"
     return {"PASS": "ok", "XFAIL": "xfail"}.get(verdict, "bad")
 
 
@@ -181,7 +185,7 @@ def run_page(d: dict) -> str:
 <style>{STYLE}</style></head>
 <body>
 <h1>{esc(d["name"])} on the {esc(d["flavor"])} kernel:
-<span class="{status_class(d["verdict"])}" id="verdict">{d["verdict"]}</span></h1>
+<span class="{status_class(d["verdict"], d["expected_end"])}" id="verdict">{d["verdict"]}</span></h1>
 <p>Test {esc(d["test"] or "(none: a plain boot)")}; kernel {esc(d["kernel"])};
 outcome <b>{esc(d["outcome"]["class"])}</b>: {esc(d["outcome"]["detail"])};
 {"deterministic (-icount)" if d["deterministic"] else "not deterministic"};
@@ -204,17 +208,22 @@ style="background:#111">INFO</span> <span class="l7">DEBUG</span>;
 
 
 def index_page(title: str, rows: List[dict]) -> str:
-    """rows: name, flavor, test, verdict, outcome, href."""
+    """rows: name, flavor, test, verdict, expected_end, outcome, href (None:
+    a run directory the report could not read; outcome says why)."""
+    def link(r):
+        return (f'<a href="{esc(r["href"])}">{esc(r["name"])}</a>' if r["href"]
+                else esc(r["name"]))
     body = "".join(
-        f'<tr><td class="{status_class(r["verdict"])}">{r["verdict"]}</td>'
-        f'<td><a href="{esc(r["href"])}">{esc(r["name"])}</a></td><td>{esc(r["flavor"])}</td>'
+        f'<tr><td class="{status_class(r["verdict"], r["expected_end"])}">{r["verdict"]}</td>'
+        f'<td>{link(r)}</td><td>{esc(r["flavor"])}</td>'
         f'<td>{esc(r["outcome"])}</td><td>{esc(r["test"] or "")}</td></tr>' for r in rows)
-    failed = sum(r["verdict"] == "FAIL" for r in rows)
+    failed = sum(status_class(r["verdict"], r["expected_end"]) == "bad" for r in rows)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
 <style>{STYLE}</style></head><body>
-<h1>{esc(title)}</h1><p>{len(rows)} runs, {failed} with a property that fails unexpectedly
-(XFAIL: fails as expected of that kernel).</p>
+<h1>{esc(title)}</h1><p>{len(rows)} runs, {failed} that did not end clean or have a
+property that fails unexpectedly (XFAIL: fails as expected of that kernel; a class such as
+PANIC in grey: the run's test ended it so on purpose and passed).</p>
 <table class="props"><tr><th></th><th>run</th><th>flavor</th><th>outcome</th><th>test</th></tr>
 {body}</table><script>document.body.dataset.rendered = "ok";</script></body></html>
 """

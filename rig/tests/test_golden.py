@@ -49,12 +49,13 @@ def test_update_says_new_changed_unchanged(tmp_path):
 def test_mismatch_points_at_the_changed_message_with_file_line_numbers(tmp_path):
     path = tmp_path / "g.txt"
     lines = golden.normalize(real_console())
-    golden.update(path, lines, golden.header("t::x", 1, {"flavor": "patched"}))
-    assert golden.mismatch(path, lines, tmp_path / "run.txt") is None
+    head = golden.header("t::x", 1, {"flavor": "patched"})
+    golden.update(path, lines, head)
+    assert golden.mismatch(path, lines, tmp_path / "run.txt", head) is None
     i = next(i for i, ln in enumerate(lines) if "Kernel panic - not syncing" in ln)
     changed = list(lines)
     changed[i] = changed[i].replace("Kernel panic - not syncing", "Kernel panic - not syncing!")
-    report = golden.mismatch(path, changed, tmp_path / "run.txt")
+    report = golden.mismatch(path, changed, tmp_path / "run.txt", head)
     assert "1 changed" in report and "not syncing!" in report, report
     assert f"A:{i + 1 + 4} " in report, report        # four header lines before the body
     assert "make golden" in report
@@ -62,5 +63,40 @@ def test_mismatch_points_at_the_changed_message_with_file_line_numbers(tmp_path)
 
 
 def test_missing_golden_file_says_how_to_record_it(tmp_path):
-    report = golden.mismatch(tmp_path / "none.txt", ["x"], tmp_path / "run.txt")
+    report = golden.mismatch(tmp_path / "none.txt", ["x"], tmp_path / "run.txt", [])
     assert "no golden transcript" in report and "make golden" in report
+
+
+SUMMARY = {"flavor": "patched", "icount_shift": 4,
+           "kernel": {"release": "6.12.118-rig-patched", "source": "Debian 6.12.118-1"}}
+
+
+def recorded(tmp_path, summary=SUMMARY, test="t::x"):
+    path, lines = tmp_path / "g.txt", golden.normalize(real_console())
+    golden.update(path, lines, golden.header(test, 1, summary))
+    return path, lines
+
+
+def test_a_golden_file_of_another_kernel_shift_or_test_is_named_not_compared(tmp_path):
+    head = golden.header("t::x", 1, SUMMARY)
+    for other in ({**SUMMARY, "icount_shift": 3},
+                  {**SUMMARY, "kernel": {"release": "6.12.119-rig-patched",
+                                         "source": "Debian 6.12.119-1"}}):
+        path, lines = recorded(tmp_path, other)
+        report = golden.mismatch(path, lines, tmp_path / "run.txt", head)
+        assert report.startswith(f"golden file {path} is of another boot: its header says "), report
+        assert "make golden" in report
+    path, lines = recorded(tmp_path, test="t::y")
+    assert "golden transcript: t::y, boot 1" in golden.mismatch(path, lines, tmp_path / "r", head)
+
+
+def test_an_unreadable_or_empty_golden_file_is_named(tmp_path):
+    head = golden.header("t::x", 1, SUMMARY)
+    path, lines = recorded(tmp_path)
+    path.write_bytes(b"# golden transcript: \xff\xfe\n")
+    assert golden.mismatch(path, lines, tmp_path / "r", head) == (
+        f"golden file {path} is not UTF-8 text (byte 21): damaged; record it again with "
+        "`make golden` and review `git diff golden/`")
+    path.write_text("\n".join(head) + "\n")
+    assert golden.mismatch(path, lines, tmp_path / "r", head).startswith(
+        f"golden file {path} has a header and no transcript")

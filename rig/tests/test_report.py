@@ -22,7 +22,7 @@ DATA = Path(__file__).parent / "data"
 def real_s7_run(tmp_path) -> Path:
     """A run directory holding the real S7 capture (patched, NMI mid-line)."""
     run = tmp_path / "run"
-    run.mkdir()
+    run.mkdir(parents=True)
     for name, src in (("console.log", "patched-s7-nmi-mid-line.console.xz"),
                       ("uart.log", "patched-s7-nmi-mid-line.uart.log.xz")):
         (run / name).write_bytes(lzma.decompress((DATA / src).read_bytes()))
@@ -64,6 +64,34 @@ def test_a_run_without_summary_takes_its_class_from_the_bundle(tmp_path):
     (run / "bundle.json").write_text(json.dumps(dict(bundle, outcome="hang")))
     d = data.gather(run)
     assert d["outcome"] == {"class": "hang", "detail": "run did not finish"}
+
+
+@pytest.mark.parametrize("cls", ["hang", "panic", "qemu-crash", "rig-error", "unknown"])
+def test_a_run_that_did_not_end_clean_is_never_a_pass(tmp_path, cls):
+    run = real_s7_run(tmp_path)
+    (run / "summary.json").write_text(json.dumps({
+        "name": "S7", "flavor": "patched", "outcome": {"class": cls, "detail": "how"}}))
+    d = data.gather(run)
+    assert d["verdict"] == cls.upper() and not d["expected_end"]
+    assert d["properties"][0] == {"prop": "run ended clean (init finished every step)",
+                                  "ok": False, "expected": False, "detail": f"{cls}: how"}
+    # The test that made it passed: a panic scenario ends its run so on purpose.
+    passed = data.gather(run, {"test": "t", "verdict": "passed", "message": ""})
+    assert passed["verdict"] == cls.upper() and passed["expected_end"]
+    assert page.status_class(passed["verdict"], passed["expected_end"]) == "xfail"
+    assert page.status_class(d["verdict"], d["expected_end"]) == "bad"
+
+
+def test_a_damaged_run_in_a_batch_is_named_and_the_rest_reported(tmp_path, capsys):
+    from rig.report.main import main
+    good, cut = real_s7_run(tmp_path / "a"), real_s7_run(tmp_path / "b")
+    (cut / "summary.json").write_text('{"name": "S7", "outc')
+    assert main([good, cut], None, tmp_path) == 2
+    out = capsys.readouterr().out
+    assert f"ERROR {cut}: {cut}/summary.json: not valid JSON" in out
+    assert f"PASS  {good}/report.html" in out
+    index = (tmp_path / "index.html").read_text()
+    assert "2 runs, 1 that did not end clean" in index and "not reported:" in index
 
 
 def test_page_embeds_its_data_safely(tmp_path):
