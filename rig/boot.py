@@ -13,7 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Callable, Dict, List, Optional, Tuple
 
-from rig import backend, bundle, logparse, paths, snapshot
+from rig import backend, bundle, completeness, logparse, paths, rundir, snapshot
+from rig import outcome as outcome_mod
+from rig import inputs as request_check
 from rig.build import artifacts
 from rig.machine import (BootResult, Phase, default_phases, panic_hold_phases,
                          warm_reset_phases)
@@ -55,6 +57,10 @@ class BootRequest:
     # A second instrumented UART for the test module's second console
     # (rigprintk.second_console=): console2.log and uart2.log.
     second_uart: bool = False
+    # Refuse to start with less free space for the run directory.
+    min_free_mb: int = rundir.DEFAULT_MIN_FREE_MB
+    # Give up waiting for the host lock after this long (None: wait).
+    lock_timeout_s: Optional[float] = None
 
 
 def new_run_dir(name: str, flavor: str) -> Path:
@@ -63,7 +69,7 @@ def new_run_dir(name: str, flavor: str) -> Path:
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-")[:60]
     d = paths.runs_root() / f"{stamp}-{safe}-{flavor}-{os.getpid()}-{next(_counter)}"
     d.mkdir(parents=True)
-    return d
+    return rundir.make_private(d)
 
 
 def guest_time_of(console: bytes, needle: str) -> Optional[float]:
@@ -125,10 +131,16 @@ def machine_plan(req: BootRequest, qemu: Path, kernel: Path, initrd: Path, run_d
 
 def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
     from rig.accel import resolve_accel
+    request_check.check(req.smp, req.memory_mb, req.cmdline, {})
+    rundir.check_room(req.run_dir or paths.runs_root(), req.min_free_mb)
     req = device_triggers(req)
     kernel = artifacts.kernel(req.flavor)
+    request_check.check_kernel_image(kernel.path("bzImage"))
     qemu = artifacts.qemu()
     initrd = artifacts.initramfs(req.flavor, variant=req.initramfs)
+    request_check.check(req.smp, req.memory_mb, req.cmdline, {
+        "kernel image": kernel.path("bzImage").stat().st_size,
+        "initramfs": initrd.path("initramfs").stat().st_size})
     run_dir = req.run_dir or new_run_dir(req.name, req.flavor)
     accel = resolve_accel(req.accel, qemu, kernel, initrd)
     cfg, phases, on_phase = machine_plan(
@@ -145,8 +157,9 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
         inputs["snapshot"] = bundle.input_entry(
             snap, "vmstate", "any boot of the same request with the snapshot option "
             "rebuilds it; the saved bytes differ from build to build, the evidence should not")
-    machine = backend.make_machine(cfg, phases, live=live, on_phase=on_phase, prelude=prelude)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    machine = backend.make_machine(cfg, phases, live=live, on_phase=on_phase, prelude=prelude,
+                                   lock_timeout_s=req.lock_timeout_s)
+    rundir.make_private(run_dir)
     bundle.write(run_dir, req, cfg, machine.argv, {**inputs,
         "qemu": bundle.input_entry(qemu, "qemu-system-x86_64",
                                    bundle.rebuild_command(req.flavor, "qemu")),
@@ -158,7 +171,15 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
     })
     with machine as m:
         result = m.run()
-    bundle.finish(run_dir, result.outcome.cls)
+    booted = result.outcome
+    missing = completeness.problems(run_dir, machine, booted)
+    if missing:
+        result.outcome = outcome_mod.rig_error(missing, booted)
+    try:
+        bundle.finish(run_dir, result.outcome.cls)
+    except rundir.RunDirError as e:
+        missing.append(str(e))
+        result.outcome = outcome_mod.rig_error(missing, booted)
     result.summary = {
         "name": req.name,
         "flavor": req.flavor,
@@ -181,5 +202,10 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
                  "debian_source": qemu["outputs"]["debian_source"], "cache_key": qemu["key"]},
         "initramfs": {"sha256": initrd["outputs"]["sha256"], "cache_key": initrd["key"]},
     }
-    (run_dir / "summary.json").write_text(json.dumps(result.summary, indent=2) + "\n")
+    try:
+        rundir.write_text(run_dir / "summary.json", json.dumps(result.summary, indent=2) + "\n")
+    except rundir.RunDirError as e:
+        missing.append(str(e))
+        result.outcome = outcome_mod.rig_error(missing, booted)
+        result.summary["outcome"] = result.outcome.to_json()
     return result

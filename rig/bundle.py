@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from rig import paths
+from rig import paths, rundir
 from rig.build.cache import sha256_file
 
 FORMAT = 1
@@ -101,7 +101,7 @@ def write(run_dir: Path, req, cfg, argv: List[str], inputs: Dict[str, Dict]) -> 
         "inputs": inputs,
         "evidence": None,
     }
-    (run_dir / NAME).write_text(json.dumps(bundle, indent=1) + "\n")
+    rundir.write_text(run_dir / NAME, json.dumps(bundle, indent=1) + "\n")
 
 
 def evidence_hashes(run_dir: Path) -> Dict[str, Optional[Dict]]:
@@ -119,7 +119,7 @@ def finish(run_dir: Path, outcome_cls: str) -> None:
     bundle = json.loads(path.read_text())
     bundle["evidence"] = evidence_hashes(run_dir)
     bundle["outcome"] = outcome_cls
-    path.write_text(json.dumps(bundle, indent=1) + "\n")
+    rundir.write_text(path, json.dumps(bundle, indent=1) + "\n")
 
 
 def load(where: Path) -> Dict:

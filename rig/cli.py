@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rig import paths
+from rig import paths, rundir
 
 
 def cmd_build(args) -> int:
@@ -65,7 +65,10 @@ def cmd_boot(args) -> int:
                       deterministic=args.deterministic, icount_shift=args.icount_shift,
                       baud_model=not args.no_baud_model,
                       init_timeout_s=args.init_timeout,
-                      name=args.name, snapshot=args.snapshot)
+                      name=args.name, snapshot=args.snapshot, min_free_mb=args.min_free,
+                      lock_timeout_s=args.lock_timeout)
+    from rig import inputs
+    inputs.check(req.smp, req.memory_mb, req.cmdline, {})     # before a word is printed
     live = None if args.quiet else sys.stdout.buffer
     print(f"[boot] {args.flavor} kernel, {args.smp} vCPUs, accel {args.accel}", flush=True)
     result = boot(req, live=live)
@@ -74,6 +77,9 @@ def cmd_boot(args) -> int:
     for p in result.phases:
         print(f"[boot] phase {p.name:<9} {p.ended_by:<10} {p.wall_s:7.2f} s")
     print(f"[boot] outcome: {result.outcome.cls}: {result.outcome.detail}")
+    if result.outcome.cls == "rig-error":
+        print("[verdict] NONE: the run's evidence is incomplete (above); no verdict on the kernel")
+        return 3
     checks = boot_checks(result)
     for c in checks:
         print(f"[verdict] {c}")
@@ -186,7 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     bo = sub.add_parser("boot", help="boot a kernel flavor and print the transcript live",
                         description="Boot one flavor under the rig's QEMU, print the console "
-                        "live, then the exit class, phase timings and the boot properties (S1).")
+                        "live, then the exit class, phase timings and the boot properties (S1). "
+                        "Exit 0 they hold, 1 they do not, 2 bad input or no room to run, 3 the "
+                        "run's evidence is incomplete (rig-error: no verdict).")
     bo.add_argument("--flavor", choices=paths.FLAVORS, default="patched")
     bo.add_argument("--kernel", metavar="BZIMAGE",
                     help="boot this kernel image instead of a flavor (the module is built "
@@ -215,6 +223,12 @@ def build_parser() -> argparse.ArgumentParser:
     bo.add_argument("--snapshot", action="store_true",
                     help="start from the VM saved at init's snapshot point (built once per "
                          "machine and boot parameters) instead of booting")
+    bo.add_argument("--min-free", type=int, default=rundir.DEFAULT_MIN_FREE_MB, metavar="MIB",
+                    help="refuse to boot with less free space for the run directory "
+                         f"(default {rundir.DEFAULT_MIN_FREE_MB} MiB)")
+    bo.add_argument("--lock-timeout", type=float, metavar="SECONDS",
+                    help="give up waiting for the host lock after this long, naming who "
+                         "holds it (default: wait)")
     bo.add_argument("--name", default="boot", help="name part of the run directory")
     bo.add_argument("--quiet", action="store_true", help="do not print the console live")
     bo.set_defaults(func=cmd_boot)
@@ -341,6 +355,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     from rig.build.runner import BuildError
+    from rig.hostshare import HostLockTimeout
+    from rig.inputs import BadInput
+    from rig.rundir import RunDirError
     args = build_parser().parse_args(argv)
     # SIGTERM/SIGHUP unwind like Ctrl-C: builds kill their make process group
     # and boots their QEMU on the way out.
@@ -350,7 +367,7 @@ def main(argv=None) -> int:
         args.flavor = list(paths.FLAVORS)
     try:
         return args.func(args)
-    except BuildError as e:
+    except (BuildError, BadInput, RunDirError, HostLockTimeout) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -18,9 +18,11 @@ from xml.sax.saxutils import quoteattr, escape
 QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
 TRACE_EVENT = "debug_exit_write"
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
-# Options libvirt models itself (value-taking ones map to how many values).
+# Options libvirt models itself (value-taking ones map to how many values);
+# -sandbox is libvirt's own (qemu.conf seccomp_sandbox, the same filter).
 MODELLED = {"-M": 1, "-accel": 1, "-cpu": 1, "-smp": 1, "-m": 1, "-kernel": 1, "-initrd": 1,
-            "-append": 1, "-display": 1, "-vga": 1, "-nodefaults": 0, "-no-user-config": 0}
+            "-append": 1, "-display": 1, "-vga": 1, "-nodefaults": 0, "-no-user-config": 0,
+            "-sandbox": 1}
 
 
 class DomainError(ValueError):
@@ -113,9 +115,8 @@ def domain_xml(argv: List[str], name: str, console_socket: str, trace_log: str,
     <controller type='usb' model='none'/>
     <memballoon model='none'/>
   </devices>
-  <!-- QEMU runs as root, like the direct backend: it reads the build cache and
-       writes the run directory, neither of which is libvirt's. -->
-  <seclabel type='static' model='dac' relabel='no'><label>+0:+0</label></seclabel>
+  <!-- No <seclabel>: libvirt runs QEMU as its own unprivileged user with its
+       own labels; the inputs and output are staged for it (rig.libvirt_stage). -->
   <qemu:commandline>
 {args}
   </qemu:commandline>

@@ -36,7 +36,7 @@ from typing import IO, Callable, Dict, List, Optional, Tuple
 
 import pexpect
 
-from rig import hostshare, paths, vcpu_stacks
+from rig import hostshare, paths, rundir, vcpu_stacks
 from rig import outcome as outcome_mod
 from rig.qemu_argv import MachineConfig, build_argv
 from rig.qmp import QMPClient, QMPError
@@ -131,9 +131,32 @@ def _child_setup(stderr_path: str) -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() == 1:  # the harness died between fork and prctl
         os._exit(1)
-    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    # QEMU's files and sockets are its user's alone, whatever the caller's umask.
+    os.umask(rundir.QEMU_UMASK)
+    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, rundir.FILE_MODE)
     os.dup2(fd, 2)
     os.close(fd)
+
+
+class ConsoleTally:
+    """Counts the console bytes the harness reads (and passes them on to a
+    live view), to check console.log against: QEMU writes the log itself
+    and drops what it cannot write."""
+
+    def __init__(self, live: Optional[IO] = None):
+        self.live = live
+        self.bytes = 0
+        self.newlines = 0
+
+    def write(self, data: bytes) -> None:
+        self.bytes += len(data)
+        self.newlines += data.count(b"\n")
+        if self.live is not None:
+            self.live.write(data)
+
+    def flush(self) -> None:
+        if self.live is not None:
+            self.live.flush()
 
 
 def last_lines(path: Path, n: int = LAST_LINES) -> str:
@@ -147,12 +170,21 @@ def last_lines(path: Path, n: int = LAST_LINES) -> str:
 
 class Machine:
     """A QEMU process for one boot; use as a context manager."""
+    # QEMU's stdio console on a pty: the line discipline turns each "\n"
+    # QEMU writes into "\r\n" on the harness's side (OPOST, ONLCR).
+    console_adds_cr = True
 
     def __init__(self, cfg: MachineConfig, phases: List[Phase], live: Optional[IO] = None,
                  on_phase: Optional[Callable[["Machine", str], None]] = None,
                  argv: Optional[List[str]] = None,
-                 prelude: Optional[Callable[["Machine"], None]] = None):
+                 prelude: Optional[Callable[["Machine"], None]] = None,
+                 lock_timeout_s: Optional[float] = None):
         self.cfg = cfg
+        self.lock_timeout_s = lock_timeout_s
+        self.tally = ConsoleTally(live)
+        self.console_prefix = 0       # console.log bytes from before QEMU (a restore)
+        self.console_eof = False      # the harness read the console to its end
+        self.write_errors: List[str] = []
         # Run once QMP is up, before the phases (a snapshot restore); raises QMPError.
         self.prelude = prelude
         # Called after each phase that ended by its pattern, in the harness
@@ -169,10 +201,12 @@ class Machine:
     # -- process lifetime -------------------------------------------------
     def write_plan(self) -> None:
         """argv.json and cmdline.txt into the run directory; no stale QMP socket."""
-        self.cfg.run_dir.mkdir(parents=True, exist_ok=True)
-        (self.cfg.run_dir / "argv.json").write_text(json.dumps(self.argv, indent=1) + "\n")
-        (self.cfg.run_dir / "cmdline.txt").write_text(self.argv[self.argv.index("-append") + 1]
-                                                      + "\n")
+        rundir.make_private(self.cfg.run_dir)
+        rundir.write_text(self.cfg.run_dir / "argv.json", json.dumps(self.argv, indent=1) + "\n")
+        rundir.write_text(self.cfg.run_dir / "cmdline.txt",
+                          self.argv[self.argv.index("-append") + 1] + "\n")
+        log = self.cfg.console_log
+        self.console_prefix = log.stat().st_size if self.cfg.restore and log.exists() else 0
         if self.cfg.qmp_socket.exists():
             self.cfg.qmp_socket.unlink()
 
@@ -183,9 +217,17 @@ class Machine:
                                    maxread=4096, searchwindowsize=16384, echo=False,
                                    preexec_fn=lambda: _child_setup(stderr_path))
         _live.add(self)
-        (self.cfg.run_dir / "qemu.pid").write_text(f"{self.child.pid}\n")
-        if self.live is not None:
-            self.child.logfile_read = self.live
+        self.note("qemu.pid", f"{self.child.pid}\n")
+        self.child.logfile_read = self.tally
+
+    def note(self, name: str, text: str) -> None:
+        """Write a file of the harness's into the run directory while QEMU
+        runs or after: a failure (a full disk) is kept for the verdict
+        (write_errors), not raised into the middle of a boot."""
+        try:
+            rundir.write_text(self.cfg.run_dir / name, text)
+        except rundir.RunDirError as e:
+            self.write_errors.append(str(e))
 
     def kill(self) -> None:
         """Kill QEMU's process group and reap it; safe to call twice."""
@@ -218,7 +260,8 @@ class Machine:
     def __enter__(self) -> "Machine":
         with contextlib.ExitStack() as stack:
             stack.enter_context(hostshare.hold(alone=not self.cfg.deterministic,
-                                                what=self.cfg.run_dir.name))
+                                                what=self.cfg.run_dir.name,
+                                                timeout_s=self.lock_timeout_s))
             self.start()
             self._host = stack.pop_all()    # held until __exit__; released if start fails
         return self
@@ -255,6 +298,8 @@ class Machine:
                 if self.qmp is not None:
                     self.qmp.poll()
                 continue
+            if i == 0:
+                self.console_eof = True
             return ("qemu-exit", "panic", "matched")[i]
 
     def run(self) -> BootResult:
@@ -266,7 +311,7 @@ class Machine:
         last = "qemu"
         self.qmp = QMPClient(str(self.cfg.qmp_socket))
         try:
-            self.qmp.connect(timeout=15.0)
+            self.qmp.connect(timeout=15.0, alive=self.child.isalive)
             results.append(PhaseResult("qemu", "matched", round(time.monotonic() - t0, 3)))
         except QMPError as e:
             results.append(PhaseResult("qemu", f"failed: {e}", round(time.monotonic() - t0, 3)))
@@ -326,9 +371,7 @@ class Machine:
         self.kill()
         events = self.qmp.events if self.qmp is not None else []
         status, sig = self.exit_status(events)
-        with open(self.cfg.run_dir / "qmp-events.jsonl", "w") as f:
-            for ev in events:
-                f.write(json.dumps(ev) + "\n")
+        self.note("qmp-events.jsonl", "".join(json.dumps(ev) + "\n" for ev in events))
         console = self.cfg.console_log.read_bytes() if self.cfg.console_log.exists() else b""
         oc = outcome_mod.classify(status, sig, hung, last, events,
                                   console.decode("utf-8", "replace"))
@@ -354,8 +397,16 @@ class Machine:
             text = vcpu_stacks.sample(self.qmp, self.cfg.smp, system_map)
         except QMPError as e:
             text = f"# vCPU stacks not read: {e}\n"
-        (self.cfg.run_dir / VCPU_STACKS).write_text(text)
+        self.note(VCPU_STACKS, text)
         return text
+
+    def console_log_expected(self) -> Optional[int]:
+        """The bytes console.log must hold, from what the harness read; None
+        when it cannot tell (QEMU was killed before the harness read all)."""
+        if not self.console_eof:
+            return None
+        return (self.console_prefix + self.tally.bytes
+                - (self.tally.newlines if self.console_adds_cr else 0))
 
 
 def install_signal_cleanup() -> None:

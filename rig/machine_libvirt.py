@@ -21,6 +21,7 @@ from typing import List, Optional, Tuple
 
 from pexpect import fdpexpect
 
+from rig import libvirt_stage, rundir
 from rig.libvirt_domain import domain_xml
 from rig.machine import Machine, _live
 
@@ -28,6 +29,9 @@ DEFAULT_URI = "qemu:///system"
 TRACE_LOG = "qemu-trace.log"
 EXIT_TRACE = re.compile(rb"debug_exit_write guest wrote 0x[0-9a-f]+, exit status (\d+)")
 GONE_WAIT_S = 5.0         # for libvirt to notice a QEMU that exited by itself
+# What QEMU writes into the run directory (staged while it runs).
+STAGED_OUTPUT = ("console.log", "uart.log", "side.bin", "console2.log", "uart2.log",
+                 TRACE_LOG)
 
 
 class LibvirtBackendError(RuntimeError):
@@ -55,6 +59,7 @@ def domain_name(run_dir: Path) -> str:
 
 
 class LibvirtMachine(Machine):
+    console_adds_cr = False      # a unix socket: the bytes as QEMU wrote them
     def __init__(self, cfg, phases, uri: str = DEFAULT_URI, **kwargs):
         super().__init__(cfg, phases, **kwargs)
         self.uri = uri
@@ -62,19 +67,41 @@ class LibvirtMachine(Machine):
         self.conn = None
         self.dom = None
         self.sock: Optional[socket.socket] = None
+        self.stage_dir: Optional[Path] = None
 
     @property
     def console_socket(self) -> Path:
         return self.cfg.socket("console")
 
+    def stage(self) -> List[str]:
+        """QEMU's command line with its inputs and output staged where
+        libvirt's QEMU user reaches them (rig.libvirt_stage); the run
+        directory gets symlinks to the staged output meanwhile."""
+        self.stage_dir = libvirt_stage.run_stage(self.name)
+        run_dir = self.cfg.run_dir
+        moves = {str(p): str(libvirt_stage.stage_input(Path(p)))
+                 for p in (self.argv[0], self.argv[self.argv.index("-kernel") + 1],
+                           self.argv[self.argv.index("-initrd") + 1])}
+        for name in ("qmp", "console"):
+            sock = self.cfg.socket(name)
+            moves[str(sock)] = str(self.stage_dir / f"{name}.sock")
+            sock.unlink(missing_ok=True)
+            sock.symlink_to(self.stage_dir / f"{name}.sock")
+        for name in STAGED_OUTPUT:
+            (run_dir / name).unlink(missing_ok=True)
+            (run_dir / name).symlink_to(self.stage_dir / name)
+        moves[str(run_dir)] = str(self.stage_dir)
+        # Exact paths first, then the run directory as a prefix.
+        return [next((a.replace(old, new) for old, new in moves.items() if old in a), a)
+                for a in self.argv]
+
     def start(self) -> None:
         import libvirt
         self.write_plan()
-        xml = domain_xml(self.argv, self.name, str(self.console_socket),
-                         str(self.cfg.run_dir / TRACE_LOG), self.cfg.warm_reset)
-        (self.cfg.run_dir / "domain.xml").write_text(xml)
-        (self.cfg.run_dir / "libvirt-uri.txt").write_text(self.uri + "\n")
-        self.console_socket.unlink(missing_ok=True)
+        xml = domain_xml(self.stage(), self.name, str(self.stage_dir / "console.sock"),
+                         str(self.stage_dir / TRACE_LOG), self.cfg.warm_reset)
+        rundir.write_text(self.cfg.run_dir / "domain.xml", xml)
+        rundir.write_text(self.cfg.run_dir / "libvirt-uri.txt", self.uri + "\n")
         self.conn = open_connection(self.uri)
         _live.add(self)
         try:
@@ -85,15 +112,14 @@ class LibvirtMachine(Machine):
                                       f"({self.cfg.run_dir / 'domain.xml'}): {e}") from None
         pid = self._qemu_pid()
         if pid:
-            (self.cfg.run_dir / "qemu.pid").write_text(f"{pid}\n")
+            self.note("qemu.pid", f"{pid}\n")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(str(self.console_socket))
         # The descriptor is the pexpect object's from here on; it closes it.
         self.child = fdpexpect.fdspawn(self.sock.detach(), timeout=None, maxread=4096,
                                        searchwindowsize=16384)
         self.sock = None
-        if self.live is not None:
-            self.child.logfile_read = self.live
+        self.child.logfile_read = self.tally
         self.dom.resume()
 
     def _qemu_pid(self) -> Optional[int]:
@@ -137,6 +163,9 @@ class LibvirtMachine(Machine):
                 pass
             self.conn = None
         self.release(self.cfg.qmp_socket, self.console_socket)
+        if self.stage_dir is not None:
+            libvirt_stage.collect(self.cfg.run_dir, self.stage_dir)
+            self.stage_dir = None
 
     def _console_closed(self) -> bool:
         return self.child is not None and getattr(self.child, "flag_eof", False)

@@ -8,7 +8,11 @@ hang         a phase did not finish within its timeout; the rig killed QEMU
 qemu-crash   QEMU died by a signal or exited with a status of its own
 reset        the guest reset or powered off without a panic and without init's
              status (for example a triple fault)
+rig-error    the rig's own evidence is incomplete (a full disk, a write error,
+             a cut file: rig.completeness), whatever the boot did; never a
+             verdict on the kernel
 """
+import re
 import signal
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
@@ -20,7 +24,7 @@ DEBUG_EXIT_CODES = {(RIG_EXIT_OK << 1) | 1: "ok", (RIG_EXIT_FAIL << 1) | 1: "ste
 
 PANIC_BANNER = "Kernel panic - not syncing"
 
-CLASSES = ("clean", "guest-error", "panic", "hang", "qemu-crash", "reset")
+CLASSES = ("clean", "guest-error", "panic", "hang", "qemu-crash", "reset", "rig-error")
 
 
 @dataclass
@@ -36,6 +40,33 @@ class Outcome:
         d = asdict(self)
         d["class"] = d.pop("cls")
         return d
+
+
+def rig_error(problems: List[str], boot: Outcome) -> Outcome:
+    """The outcome of a run whose evidence is incomplete: its problems first,
+    then how the boot itself ended."""
+    return Outcome("rig-error", "evidence incomplete: " + "; ".join(problems)
+                   + f"\n(the boot itself ended {boot.cls}: {boot.detail})",
+                   phase=boot.phase, exit_status=boot.exit_status, signal=boot.signal,
+                   events=boot.events)
+
+
+FAILED_STEP_RE = re.compile(r"rig-init: step (\S+) failed")
+# Syslog prefix, timestamp, caller field and the seed design's CPU field.
+CONSOLE_PREFIX_RE = re.compile(r"^(<\d+>)?(\[[ \d.]+\] ?)?(\[ *[CT]\d+\] ?)?(\d{3}: )?")
+
+
+def failed_step_reason(console_text: str) -> str:
+    """The step init says failed, with the lines that say why: init's own
+    line before it and, for a module that refused to load, the kernel's."""
+    lines = [CONSOLE_PREFIX_RE.sub("", ln.strip("\r")) for ln in console_text.split("\n")]
+    at = next((i for i in range(len(lines) - 1, -1, -1) if FAILED_STEP_RE.search(lines[i])),
+              None)
+    if at is None:
+        return ""
+    why = [ln for ln in lines[max(0, at - 3):at]
+           if ln and not re.search(r"rig-init: step \S+ begin", ln)]
+    return "; ".join(why[-2:] + [lines[at]])
 
 
 def classify(exit_status: Optional[int], term_signal: Optional[int], hung_phase: Optional[str],
@@ -64,8 +95,9 @@ def classify(exit_status: Optional[int], term_signal: Optional[int], hung_phase:
         if what == "ok":
             return Outcome("clean", "init finished every step", phase=last_phase,
                            exit_status=exit_status, events=names)
-        return Outcome("guest-error", f"init reported: {what}", phase=last_phase,
-                       exit_status=exit_status, events=names)
+        reason = failed_step_reason(console_text)
+        return Outcome("guest-error", f"init reported: {what}" + (f": {reason}" if reason else ""),
+                       phase=last_phase, exit_status=exit_status, events=names)
     if panicked:
         # The banner line says why; a backtrace after it can be longer than
         # the last console lines a report shows.

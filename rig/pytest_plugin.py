@@ -42,6 +42,9 @@ def pytest_addoption(parser):
                     help="start the scenarios' boots from a VM saved at init's snapshot "
                          "point where they allow it (on, the default; docs/architecture.md, "
                          "Snapshot restore), or boot each one (off)")
+    group.addoption("--lock-timeout", type=float, metavar="SECONDS",
+                    help="a boot that waits longer than this for the host lock fails, naming "
+                         "who holds it (default: wait)")
     group.addoption("--keep-runs", action="store_true",
                     help="keep the run directories of passing scenarios too (failing ones "
                          "are always kept)")

@@ -1,11 +1,10 @@
 """QEMU command line and kernel command line for one rig boot."""
 import hashlib
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Sequence
 
-from rig import paths
+from rig import paths, rundir
 
 # ttyS0 carries the console under test; ttyS1 is the side channel for evidence.
 BASE_CMDLINE = ("console=ttyS0,115200 panic=-1 printk.devkmsg=on "
@@ -24,6 +23,11 @@ SIDE_UART = "isa-serial,chardev=side0,index=1,iobase=0x2f8,irq=3"
 # fewer 8250 ports than UARTs, ACPI's order would give it ttyS0's line.)
 SECOND_UART = ("rig-serial,id=uart2,chardev=con2,index=2,iobase=0x3e8,irq=5,"
                "marker-iobase=0x4f8,log={log}")
+# QEMU's seccomp filter: no obsolete system calls, no setuid, no fork or
+# exec (the snapshot's migration goes through a passed fd), no scheduler or
+# CPU-affinity changes; all of it is what TCG and the rig's devices allow.
+SANDBOX = ["-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
+           "resourcecontrol=deny"]
 UNIX_PATH_MAX = 108          # sun_path of struct sockaddr_un, NUL included
 # Deterministic execution: instruction counting drives virtual time, the RTC
 # follows it, so an SMP run repeats byte for byte (see docs/architecture.md,
@@ -80,13 +84,14 @@ class MachineConfig:
         return self.socket("qmp")
 
     def socket(self, name: str) -> Path:
-        """A unix socket in the run directory, unless that path is too long
-        (108 bytes with the NUL): then a short one in /tmp named after it."""
+        """A unix socket in the run directory (0700), unless that path is too
+        long (108 bytes with the NUL): then a short one named after it in the
+        user's private runtime directory (rig.rundir), never in /tmp."""
         path = self.run_dir / f"{name}.sock"
         if len(str(path).encode()) < UNIX_PATH_MAX:
             return path
         digest = hashlib.sha256(str(path).encode()).hexdigest()[:16]
-        return Path(tempfile.gettempdir()) / f"rig-{name}-{digest}.sock"
+        return rundir.runtime_dir() / f"{name}-{digest}.sock"
 
 
 def kernel_cmdline(extra: str) -> str:
@@ -112,7 +117,7 @@ def build_argv(cfg: MachineConfig, firmware_dirs: Sequence[Path] = paths.FIRMWAR
     argv += [
         "-M", "pc", "-accel", cfg.accel, "-cpu", "qemu64" if cfg.accel == "tcg" else "host",
         "-smp", str(cfg.smp), "-m", f"{cfg.memory_mb}M",
-        "-nodefaults", "-no-user-config", "-display", "none", "-vga", "none",
+        "-nodefaults", "-no-user-config", "-display", "none", "-vga", "none", *SANDBOX,
         "-chardev", f"stdio,id=con0,signal=off,logfile={cfg.console_log},"
         f"logappend={'on' if cfg.restore else 'off'}",
         "-device", CONSOLE_UART.format(log=cfg.uart_log) +

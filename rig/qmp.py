@@ -8,7 +8,7 @@ import json
 import select
 import socket
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 
 class QMPError(RuntimeError):
@@ -57,11 +57,14 @@ class QMPClient:
         self._next_id = 1
         self.closed = False
 
-    def connect(self, timeout: float) -> None:
-        """Connect (retrying until QEMU has created the socket) and negotiate."""
+    def connect(self, timeout: float, alive: Optional[Callable[[], bool]] = None) -> None:
+        """Connect (retrying until QEMU has created the socket) and negotiate;
+        alive() says whether QEMU still runs: one that exited is not waited for."""
         deadline = time.monotonic() + timeout
         last_err: Optional[Exception] = None
         while time.monotonic() < deadline:
+            if alive is not None and not alive():
+                raise QMPError("QEMU exited during start-up, before its QMP socket was up")
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 s.connect(self.path)
@@ -108,12 +111,17 @@ class QMPClient:
         return self._pending.pop(0)
 
     def execute(self, name: str, args: Optional[Dict[str, Any]] = None,
-                timeout: float = 10.0) -> Any:
+                timeout: float = 10.0, fds: Sequence[int] = ()) -> Any:
+        """Run a command; fds go along as SCM_RIGHTS (getfd takes one)."""
         if self.sock is None or self.closed:
             raise QMPError(f"QMP not connected, cannot run {name}")
         cmd_id = self._next_id
         self._next_id += 1
-        self.sock.sendall(encode_command(name, args, cmd_id))
+        message = encode_command(name, args, cmd_id)
+        if fds:
+            socket.send_fds(self.sock, [message], list(fds))
+        else:
+            self.sock.sendall(message)
         deadline = time.monotonic() + timeout
         while True:
             msg = self._next_message(deadline)

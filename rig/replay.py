@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from rig import bundle, paths, snapshot
+from rig import bundle, completeness, outcome, paths, snapshot
 from rig.boot import BootRequest, guest_time_of, machine_plan, new_run_dir
 from rig.build.cache import sha256_file
 from rig.machine import Machine, Phase
@@ -157,6 +157,9 @@ def replay(where: Path, gdb_port: Optional[int] = None, live=None, out=None) -> 
                                            for r, p in inputs.items()})
     with machine as m:
         result = m.run()
+    missing = completeness.problems(run_dir, machine, result.outcome)
+    if missing:
+        result.outcome = outcome.rig_error(missing, result.outcome)
     bundle.finish(run_dir, result.outcome.cls)
     verdicts = compare(recorded_dir, b.get("evidence") or {}, run_dir)
     same = all(v.identical for v in verdicts)

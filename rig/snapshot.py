@@ -14,19 +14,21 @@ template.
 The template boot runs with rig.snapshot=1: init stops the VM by writing
 STOP_MARKER to rig-serial's marker port (its stop-marker property), which
 under -icount stops every vCPU synchronously, so the saved state does not
-depend on host timing. QMP `migrate exec:cat > vmstate` saves it. A restore
-is a QEMU with the same machine plus `-incoming defer`; `migrate-incoming`
-loads the state, `cont` runs it. The run directory starts with the
+depend on host timing. QMP `migrate` to a file descriptor the harness
+opened and passed (getfd: QEMU's sandbox forbids spawning) saves it. A
+restore is a QEMU with the same machine plus `-incoming defer`;
+`migrate-incoming` from a passed descriptor loads the state, `cont` runs it. The run directory starts with the
 template's console.log, uart.log and side.bin, which the restored QEMU
 appends to: a transcript and a register log whole from the first byte.
 """
-import shlex
+import os
 import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
+from rig import rundir
 from rig.build.cache import Step, ensure, sha256_bytes, sha256_file
 from rig.machine import Machine, Phase, default_phases, last_lines
 from rig.qemu_argv import CONSOLE_UART_QOM, MachineConfig
@@ -40,7 +42,7 @@ SCENARIO_PARAMS = ("rig.", "rigprintk.")
 TRIGGER_PROPS = ("nmi-cpu", "nmi-pattern-offset", "nmi-pattern", "nmi-after-thr")
 INT_PROPS = ("nmi-cpu", "nmi-pattern-offset", "nmi-after-thr")
 PREFIXES = ("console.log", "uart.log", "side.bin")
-RECIPE = "v1: init's snapshot point, stop-marker, migrate exec:cat"
+RECIPE = "v2: init's snapshot point, stop-marker, migrate to a passed fd"
 LOAD_TIMEOUT_S = 60.0
 MIGRATE_TIMEOUT_S = 120.0
 
@@ -121,11 +123,25 @@ def wait_for_stop(m: Machine, timeout_s: float) -> None:
                         f"{last_lines(m.cfg.console_log)}")
 
 
+VMSTATE_FD = "vmstate"
+
+
+def pass_fd(m: Machine, path: Path, flags: int) -> None:
+    """Open path here and hand the descriptor to QEMU as VMSTATE_FD: QEMU's
+    sandbox lets it spawn no `cat`, and the file stays the harness's to open."""
+    fd = os.open(path, flags | os.O_CLOEXEC, 0o600)
+    try:
+        m.qmp.execute("getfd", {"fdname": VMSTATE_FD}, fds=[fd])
+    finally:
+        os.close(fd)
+
+
 def save(m: Machine, vmstate: Path) -> None:
     """QMP migrate to a file; the VM is paused, so the state is the stop's."""
     tmp = vmstate.with_suffix(".tmp")
     m.qmp.execute("migrate-set-parameters", {"max-bandwidth": 1 << 40})
-    m.qmp.execute("migrate", {"uri": f"exec:cat > {shlex.quote(str(tmp))}"})
+    pass_fd(m, tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    m.qmp.execute("migrate", {"uri": f"fd:{VMSTATE_FD}"})
     deadline = time.monotonic() + MIGRATE_TIMEOUT_S
     while True:
         status = (m.qmp.execute("query-migrate") or {}).get("status")
@@ -179,7 +195,8 @@ def restore_prelude(vmstate: Path, triggers: Dict[str, str]) -> Callable[[Machin
         # host-clock timer cuts the vCPU's instruction budget at host-timed
         # points: restores then differ run to run. Zero rounds: no timer.
         m.qmp.execute("migrate-set-parameters", {"announce-rounds": 0})
-        m.qmp.execute("migrate-incoming", {"uri": f"exec:cat {shlex.quote(str(vmstate))}"})
+        pass_fd(m, vmstate, os.O_RDONLY)
+        m.qmp.execute("migrate-incoming", {"uri": f"fd:{VMSTATE_FD}"})
         deadline = time.monotonic() + LOAD_TIMEOUT_S
         while (m.qmp.execute("query-status") or {}).get("status") != "paused":
             if time.monotonic() > deadline or not m.child.isalive():
@@ -200,13 +217,17 @@ def restore_plan(snap_dir: Path, cfg: MachineConfig, phases: List[Phase]
     """cfg, phases and prelude of a boot that restores the template in
     snap_dir: the run directory starts with its evidence, init gets the
     scenario's parameters from fw_cfg, and the boot's phases start at init."""
-    run_dir = cfg.run_dir
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = rundir.make_private(cfg.run_dir)
     for name in PREFIXES:
-        shutil.copyfile(snap_dir / name, run_dir / name)
+        try:
+            shutil.copyfile(snap_dir / name, run_dir / name)
+        except OSError as e:
+            raise rundir.RunDirError(
+                f"cannot copy the snapshot's {name} into {run_dir}: {e.strerror}; "
+                f"{rundir.human(rundir.free_bytes(run_dir))} free on its filesystem") from None
     _, scenario = split_cmdline(cfg.cmdline)
     args = run_dir / "rig-args.txt"
-    args.write_text(scenario + "\n")
+    rundir.write_text(args, scenario + "\n")
     rcfg = replace(template_config(cfg, run_dir, args), restore=str(snap_dir / "vmstate"))
     rest = [p for p in phases if p.name not in ("firmware", "kernel")]
     return rcfg, rest, restore_prelude(snap_dir / "vmstate", trigger_props(cfg.uart_props))

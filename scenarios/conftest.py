@@ -2,6 +2,7 @@
 failure; boot with the test module and parse the evidence; and say what a
 flavor is expected to lack."""
 import shutil
+from dataclasses import replace
 from typing import Optional
 
 import pytest
@@ -33,10 +34,17 @@ def rig_boot(request):
     dirs = []
 
     def run(req: BootRequest):
+        if req.lock_timeout_s is None:
+            req = replace(req, lock_timeout_s=request.config.getoption("lock_timeout"))
         result = boot(req)
         dirs.append(result.run_dir)
         request.node.user_properties.append(("run_dir", str(result.run_dir)))
         print(f"run directory: {result.run_dir}")
+        if result.outcome.cls == "rig-error":
+            # Not an AssertionError: no verdict on the kernel, not even a strict xfail's.
+            pytest.fail(f"the rig's evidence of this run is incomplete, no verdict: "
+                        f"{result.outcome.detail} (run directory {result.run_dir})",
+                        pytrace=False)
         if req.deterministic:
             compare_golden(request, result, len(dirs))
         return result
@@ -71,11 +79,11 @@ def compare_golden(request, result, boot_no: int) -> None:
     lines = golden.normalize(result.console)
     normalized = result.run_dir / "console.golden.txt"
     normalized.write_text("\n".join(lines) + "\n")
+    head = golden.header(node.nodeid, boot_no, result.summary)
     if mode == "update":
-        head = golden.header(node.nodeid, boot_no, result.summary)
         config.stash.setdefault(GOLDEN_CHANGES, []).append(golden.update(path, lines, head))
         return
-    problem = golden.mismatch(path, lines, normalized)
+    problem = golden.mismatch(path, lines, normalized, head)
     if problem:
         # Not an AssertionError: a strict xfail on vanilla must not swallow it.
         pytest.fail(f"{problem}\n(run directory {result.run_dir})", pytrace=False)

@@ -13,6 +13,7 @@ from typing import Dict
 
 from rig.build.cache import sha256_bytes, sha256_file
 from rig.build.runner import BuildError
+from rig.inputs import check_kernel_image
 
 CUSTOM = "custom"
 ENV_IMAGE = "RIG_CUSTOM_KERNEL"     # set by pytest --kernel, read by every worker
@@ -62,8 +63,6 @@ def require_option(build: Path, option: str, why: str) -> None:
 
 
 def check(image: Path, build: Path) -> None:
-    if not image.is_file():
-        raise BuildError(f"--kernel {image}: no such kernel image")
     for need, why in ((".config", "the kernel configuration"),
                       ("Module.symvers", "out-of-tree modules need it: run `make modules` "
                        "(or `make modules_prepare` and a full build) in it"),
@@ -84,6 +83,7 @@ def kernel() -> dict:
     if not image_env:
         raise BuildError("the custom flavor needs a kernel: pytest --kernel BZIMAGE")
     image = Path(image_env).resolve()
+    check_kernel_image(image)
     build = Path(build_env).resolve() if build_env else build_dir_of(image)
     check(image, build)
     release = (build / "include/config/kernel.release").read_text().strip()

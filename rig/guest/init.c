@@ -475,15 +475,19 @@ static void snapshot_point(void)
 	say("restored: %ld bytes of parameters", n);
 }
 
-/* Load the test module with the rigprintk.* parameters of the command line. */
-static void load_module(void)
+/*
+ * Load the test module with the rigprintk.* parameters of the command line.
+ * Returns -1 if the module is there and refused to load: the kernel printed
+ * its reason (a parameter it could not parse, or the module's own check).
+ */
+static int load_module(void)
 {
 	char params[CMDLINE_MAX] = "";
 	const char *p = cmdline;
 	int fd = open(MODULE_PATH, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
-		return;
+		return 0;
 	while ((p = strstr(p, "rigprintk.")) != NULL) {
 		size_t n = strcspn(p, " \n");
 
@@ -493,12 +497,15 @@ static void load_module(void)
 		}
 		p += n;
 	}
-	if (syscall(SYS_finit_module, fd, params, 0) != 0)
-		say("module: finit_module(%s, \"%s\"): %s", MODULE_PATH, params,
-		    strerror(errno));
-	else
-		say("module: rigprintk loaded (%s)", params);
+	if (syscall(SYS_finit_module, fd, params, 0) != 0) {
+		say("module: rigprintk refused to load (%s) with \"%s\": its reason is the kernel's line above",
+		    strerror(errno), params);
+		close(fd);
+		return -1;
+	}
+	say("module: rigprintk loaded (%s)", params);
 	close(fd);
+	return 0;
 }
 
 static int step_run(void)
@@ -738,11 +745,37 @@ static int step_exports(void)
 	return 0;
 }
 
-/* Wait until every console printed everything (needs the test module). */
+#define CONSOLE_LSR 0x3fd
+#define LSR_TEMT 0x40
+#define QUIET_POLL_US 1000
+#define QUIET_POLLS 200		/* the console UART idle this long: 200 ms */
+#define QUIET_WAIT_POLLS 10000	/* give up after 10 s */
+
+/*
+ * Without the module (it refused to load) nothing can ask the consoles
+ * whether they are done; wait until the console UART's transmitter has been
+ * empty for a while, so that the run's last lines reach the transcript.
+ */
+static void wait_console_quiet(void)
+{
+	int quiet = 0, polls;
+
+	if (ioperm(CONSOLE_LSR, 1, 1) != 0)
+		return;
+	for (polls = 0; quiet < QUIET_POLLS && polls < QUIET_WAIT_POLLS; polls++) {
+		quiet = (inb(CONSOLE_LSR) & LSR_TEMT) ? quiet + 1 : 0;
+		usleep(QUIET_POLL_US);
+	}
+}
+
+/* Wait until every console printed everything. */
 static void flush_consoles(void)
 {
-	if (access(MODULE_PARAMS "flush", W_OK) == 0 &&
-	    write_file(MODULE_PARAMS "flush", "1") != 0)
+	if (access(MODULE_PARAMS "flush", W_OK) != 0) {
+		wait_console_quiet();
+		return;
+	}
+	if (write_file(MODULE_PARAMS "flush", "1") != 0)
 		fprintf(stderr, "rig-init: console flush: %s\n", strerror(errno));
 }
 
@@ -820,7 +853,10 @@ int main(void)
 	say("start");
 	open_side_channel();
 	snapshot_point();
-	load_module();
+	if (load_module() != 0) {
+		say("step module failed");
+		finish(RIG_EXIT_FAIL);
+	}
 
 	if (!param("steps", steps, sizeof(steps)))
 		strcpy(steps, "kmsg");

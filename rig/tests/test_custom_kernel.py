@@ -9,7 +9,15 @@ import pytest
 
 from rig.build import artifacts, custom
 from rig.build.runner import BuildError
+from rig.inputs import BadInput
 from rig.tests.helpers import run_suite
+
+
+def bzimage_bytes(payload: bytes) -> bytes:
+    """Bytes with the x86 setup header's boot flag and magic, then payload."""
+    head = bytearray(0x206)
+    head[0x1FE:0x200], head[0x202:0x206] = b"\x55\xaa", b"HdrS"
+    return bytes(head) + payload
 
 
 def fake_build(tmp_path, config="CONFIG_PRINTK=y\n", symvers=True):
@@ -17,7 +25,7 @@ def fake_build(tmp_path, config="CONFIG_PRINTK=y\n", symvers=True):
     (build / "arch/x86/boot").mkdir(parents=True)
     (build / "include/config").mkdir(parents=True)
     image = build / "arch/x86/boot/bzImage"
-    image.write_bytes(b"not really a kernel")
+    image.write_bytes(bzimage_bytes(b"not really a kernel"))
     (build / ".config").write_text(config)
     (build / "include/config/kernel.release").write_text("6.12.0-mine\n")
     if symvers:
@@ -34,10 +42,12 @@ def test_build_dir_is_found_above_the_image(tmp_path):
         custom.build_dir_of(other)
 
 
-def test_missing_image_and_module_symvers_are_named(tmp_path):
+def test_missing_image_and_module_symvers_are_named(tmp_path, monkeypatch):
     image, build = fake_build(tmp_path, symvers=False)
-    with pytest.raises(BuildError, match="no such kernel image"):
-        custom.check(tmp_path / "nope", build)
+    monkeypatch.setenv(custom.ENV_IMAGE, str(tmp_path / "nope"))
+    monkeypatch.delenv(custom.ENV_BUILD, raising=False)
+    with pytest.raises(BadInput, match=r"^kernel image .*/nope: no such file$"):
+        custom.kernel()
     with pytest.raises(BuildError, match="no Module.symvers .*make modules"):
         custom.check(image, build)
 
@@ -59,7 +69,7 @@ def test_key_follows_the_image(tmp_path, monkeypatch):
     first = custom.kernel()
     assert first["outputs"]["kernel_release"] == "6.12.0-mine"
     assert artifacts.Artifact(first).path("bzImage") == image.resolve()
-    image.write_bytes(b"rebuilt")
+    image.write_bytes(bzimage_bytes(b"rebuilt"))
     assert custom.kernel()["key"] != first["key"]
 
 

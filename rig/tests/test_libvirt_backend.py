@@ -5,14 +5,16 @@ scenarios through libvirt, the same deterministic evidence as the direct
 backend, and xdist workers spread over several URIs."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
-from rig import backend, paths
+from rig import backend, libvirt_stage, paths
 from rig.boot import BootRequest, boot
 from rig.libvirt_domain import ZERO_UUID, DomainError, domain_xml, split_argv
 from rig.qemu_argv import MachineConfig, build_argv
@@ -38,6 +40,7 @@ def test_domain_takes_what_libvirt_models_and_passes_the_rest(tmp_path):
     assert dom.findtext("os/kernel") == str(tmp_path / "bzImage")
     assert dom.findtext("os/cmdline").endswith("rig.steps=kmsg")
     assert dom.findtext("on_reboot") == "destroy"
+    assert dom.find("seclabel") is None, "libvirt's own user and labels for QEMU"
     args = [a.get("value") for a in dom.iter(f"{QEMU_NS}arg")]
     assert args[args.index("-icount") + 1] == "shift=4,sleep=off,align=off"
     assert "-no-reboot" in args and "-kernel" not in args and "-smp" not in args
@@ -88,7 +91,9 @@ def libvirt_backend(monkeypatch):
 @pytest.mark.boots
 @pytest.mark.parametrize("cmdline,cls", [("rig.steps=kmsg", "clean"),
                                          ("rig.panic=1", "panic"),
-                                         ("rig.steps=fail", "guest-error"),
+                                         # no second UART for the module's console
+                                         ("rig.steps=run rigprintk.second_console=early",
+                                          "guest-error"),
                                          ("rig.hang=1", "hang")])
 def test_exit_classes_through_libvirt(libvirt_backend, cmdline, cls):
     res = boot(BootRequest(flavor=FLAVOR, cmdline=cmdline, init_timeout_s=5,
@@ -114,10 +119,22 @@ def test_killing_the_harness_destroys_the_domain(libvirt_backend, tmp_path):
     try:
         qemu_pid = wait_for_hang_step(tmp_path)
         assert rig_domains(), "no rig domain while the guest hangs"
+        # libvirt's own unprivileged user and labels, not root.
+        uids = re.search(r"^Uid:\s+(\d+)", Path(f"/proc/{qemu_pid}/status").read_text(),
+                         re.M).group(1)
+        assert int(uids) == libvirt_stage.qemu_ids()[0] != 0, f"QEMU runs as uid {uids}"
         harness.send_signal(signal.SIGKILL)        # no cleanup code runs at all
         harness.wait(timeout=20)
         wait_for(lambda: process_gone(qemu_pid), 15, f"QEMU pid {qemu_pid} to go")
         wait_for(lambda: rig_domains() == [], 15, "libvirt to drop the domain")
+        # Its staged output is left to the next boot, which removes it.
+        def stages():
+            pids = [s / libvirt_stage.HARNESS_PID
+                    for s in (libvirt_stage.STAGE_ROOT / "runs").iterdir()]
+            return [p for p in pids if p.is_file() and p.read_text().strip() == str(harness.pid)]
+        assert stages(), "no stage directory of the killed harness"
+        libvirt_stage.prune()
+        assert stages() == [], "the killed harness's stage directory outlived prune()"
     finally:
         if harness.poll() is None:
             harness.kill()

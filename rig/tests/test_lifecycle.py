@@ -42,11 +42,15 @@ def test_panic_is_its_own_class():
     assert b"Kernel panic - not syncing" in res.console
 
 
-def test_failed_step_is_a_guest_error():
-    res = boot(BootRequest(flavor=FLAVOR, cmdline="rig.steps=kmsg,no-such-step",
-                           name="lifecycle-fail"))
+def test_failed_step_is_a_guest_error_that_names_the_step_and_why():
+    # The module's run fails: its second console has no UART on this machine.
+    res = boot(BootRequest(flavor=FLAVOR, cmdline="rig.steps=kmsg,run "
+                           "rigprintk.second_console=early", name="lifecycle-fail"))
     assert res.outcome.cls == "guest-error", res.outcome.detail
-    assert b"rig-init: unknown step 'no-such-step'" in res.console
+    assert res.outcome.detail.startswith("init reported: step failed: "), res.outcome.detail
+    assert res.outcome.detail.endswith("rig-init: step run: /sys/module/rigprintk/parameters/"
+                                       "run: No such device; rig-init: step run failed"), \
+        res.outcome.detail
 
 
 def test_qemu_dying_by_a_signal_is_a_qemu_crash():

@@ -88,9 +88,12 @@ def test_warm_reset_phases_expect_the_panic_then_a_second_boot():
     assert [p.name for p in phases if p.panic_ends_it] == ["panic"]
 
 
-def test_qmp_socket_moves_to_tmp_when_the_run_directory_is_too_deep(tmp_path):
+def test_qmp_socket_moves_to_the_private_runtime_dir_when_the_run_dir_is_too_deep(tmp_path):
+    from rig import rundir
     short = cfg(run_dir=tmp_path / "r")
     assert short.qmp_socket == tmp_path / "r" / "qmp.sock"
     deep = cfg(run_dir=tmp_path / ("d" * 120))
-    assert len(str(deep.qmp_socket)) < 108 and deep.qmp_socket.name.startswith("rig-qmp-")
+    assert len(str(deep.qmp_socket)) < 108 and deep.qmp_socket.name.startswith("qmp-")
+    assert deep.qmp_socket.parent == rundir.runtime_dir()
+    assert oct(deep.qmp_socket.parent.stat().st_mode & 0o777) == "0o700"
     assert deep.qmp_socket == cfg(run_dir=tmp_path / ("d" * 120)).qmp_socket

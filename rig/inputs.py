@@ -1,0 +1,193 @@
+"""A boot request checked before anything is built or started.
+
+Each check names the bad value and the values it may take, so a typo costs
+a second instead of a module build, an initramfs and a QEMU start that ends
+in a confusing guest error. The step names and parameters rig-init reads,
+and the test module's parameters with their types, are read from their C
+sources (rig/guest/), so the checks cannot drift from what the guest
+accepts; the narrower ranges of some module parameters are listed here.
+"""
+import re
+import shlex
+from functools import lru_cache
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from rig import paths
+
+# The test module's CPU masks are unsigned longs.
+MAX_SMP = 64
+# Below this much guest RAM even the smallest rig boot does not reach init;
+# the image and initramfs sizes are added on top (BadInput names the sum).
+BASE_MEMORY_MB = 48
+
+
+class BadInput(ValueError):
+    """The request cannot give a meaningful run; exit 2, the message says why."""
+
+
+# -- what the guest accepts, read from its sources ---------------------------
+STEP_RE = re.compile(r'!strcmp\(name, "(\w+)"\)')
+INIT_PARAM_RE = re.compile(r'\b(?:param|flag)\("(\w+)"')
+MODULE_PARAM_RE = re.compile(
+    r"\bmodule_param(?:_named)?\((\w+),\s*(?:\w+,\s*)?(\w+),\s*\w+\)")
+
+
+@lru_cache(maxsize=None)
+def init_steps() -> Tuple[str, ...]:
+    """The step names rig-init's run_step() knows."""
+    return tuple(STEP_RE.findall((paths.GUEST_SRC / "init.c").read_text()))
+
+
+@lru_cache(maxsize=None)
+def init_params() -> Tuple[str, ...]:
+    """The rig.NAME parameters rig-init reads."""
+    return tuple(sorted(set(INIT_PARAM_RE.findall((paths.GUEST_SRC / "init.c").read_text()))))
+
+
+@lru_cache(maxsize=None)
+def module_params() -> Dict[str, str]:
+    """rigprintk.NAME -> its kernel parameter type (uint, int, ulong, bool, charp)."""
+    out: Dict[str, str] = {}
+    for src in sorted((paths.GUEST_SRC / "module").glob("*.c")):
+        out.update(MODULE_PARAM_RE.findall(src.read_text()))
+    return out
+
+
+# Narrower than their types: loglevels, CPU numbers and masks, choices.
+LEVEL_PARAMS = ("flood_level", "flood_emerg_level", "nmi_level", "irq_level")
+CPU_PARAMS = ("printer_cpu", "spin_cpu", "crash_cpu")      # -1: none
+MASK_PARAMS = ("flood_cpus", "nmi_cpus", "unknown_nmi_cpus", "irq_cpus")
+CHOICES = {
+    "crash": ("none", "panic-task", "panic-irq", "panic-nmi", "oops-task", "oops-irq",
+              "oops-nmi"),
+    "second_console": ("none", "early", "late"),
+}
+TYPE_RANGES = {"uint": (0, 2**32 - 1), "int": (-2**31, 2**31 - 1), "ulong": (0, 2**64 - 1)}
+BOOL_VALUES = ("0", "1", "y", "n", "Y", "N")
+
+
+def parse_int(text: str) -> Optional[int]:
+    """The kernel's kstrto*() with base 0: decimal, 0x hex or 0 octal."""
+    try:
+        return int(text, 0) if not re.fullmatch(r"-?0\d+", text) else int(text, 8)
+    except ValueError:
+        return None
+
+
+def check_module_param(name: str, value: str, smp: int) -> Optional[str]:
+    """Why rigprintk.NAME=VALUE would be refused or meaningless; None if fine."""
+    kinds = module_params()
+    if name not in kinds:
+        return (f"rigprintk.{name}: the test module has no such parameter; it has: "
+                + ", ".join(sorted(kinds)))
+    kind = kinds[name]
+    if kind == "bool":
+        if value not in BOOL_VALUES:
+            return f"rigprintk.{name}={value}: a bool is one of {', '.join(BOOL_VALUES)}"
+        return None
+    if kind == "charp":
+        if name in CHOICES and value not in CHOICES[name]:
+            return f"rigprintk.{name}={value}: one of {', '.join(CHOICES[name])}"
+        return None
+    number = parse_int(value)
+    low, high = TYPE_RANGES.get(kind, (None, None))
+    if number is None or low is None or not low <= number <= high:
+        return f"rigprintk.{name}={value}: a {kind} from {low} to {high}"
+    if name in LEVEL_PARAMS and not 0 <= number <= 7:
+        return f"rigprintk.{name}={value}: a loglevel from 0 (EMERG) to 7 (DEBUG)"
+    if name in CPU_PARAMS and not -1 <= number < smp:
+        return f"rigprintk.{name}={value}: a CPU from 0 to {smp - 1} ({smp} vCPUs), or -1"
+    if name in MASK_PARAMS and number >> smp:
+        return (f"rigprintk.{name}={value}: a mask of CPUs 0 to {smp - 1} "
+                f"(below {1 << smp:#x}; {smp} vCPUs)")
+    return None
+
+
+def check_init_param(name: str, value: str) -> Optional[str]:
+    if name not in init_params():
+        return (f"rig.{name}: rig-init reads no such parameter; it reads: "
+                + ", ".join(init_params()))
+    if name == "steps":
+        unknown = [s for s in value.split(",") if s not in init_steps()]
+        if unknown:
+            return (f"rig.steps={value}: no step {', '.join(map(repr, unknown))}; "
+                    f"the steps are: {', '.join(init_steps())}")
+    if name in ("sleep_ms", "line_len", "line_prefix", "follow_delay_us", "printk_delay"):
+        number = parse_int(value)
+        if number is None or number < 0:
+            return f"rig.{name}={value}: a number from 0 up"
+    if name == "printk" and not re.fullmatch(r"\d+(:\d+){0,4}", value):
+        return f"rig.printk={value}: up to five loglevels separated by ':', e.g. 7:4:1:7"
+    return None
+
+
+def cmdline_params(cmdline: str) -> Iterable[Tuple[str, str, str]]:
+    """(prefix, name, value) of every rig.* and rigprintk.* parameter."""
+    for word in shlex.split(cmdline):
+        m = re.fullmatch(r"(rig|rigprintk)\.(\w+)(?:=(.*))?", word)
+        if m:
+            yield m[1], m[2], m[3] if m[3] is not None else ""
+
+
+def problems(smp: int, memory_mb: int, cmdline: str,
+             sizes: Dict[str, int]) -> List[str]:
+    """Everything wrong with these machine and boot parameters."""
+    out = []
+    if not 1 <= smp <= MAX_SMP:
+        out.append(f"--smp {smp}: vCPUs from 1 to {MAX_SMP} (the test module's CPU masks "
+                   f"are {MAX_SMP} bits)")
+    need = BASE_MEMORY_MB + sum(-(-size // 2**20) * 2 for size in sizes.values())
+    if memory_mb < need:
+        detail = ", ".join(f"{what} {size / 2**20:.1f} MiB" for what, size in sizes.items())
+        out.append(f"--memory {memory_mb}: this boot needs at least {need} MiB "
+                   f"({BASE_MEMORY_MB} MiB for the kernel to reach init, and twice the size "
+                   f"of each image it unpacks: {detail})")
+    try:
+        params = list(cmdline_params(cmdline))
+    except ValueError as e:
+        return out + [f"kernel command line {cmdline!r}: {e}"]
+    for prefix, name, value in params:
+        why = (check_init_param(name, value) if prefix == "rig"
+               else check_module_param(name, value, max(smp, 1)))
+        if why:
+            out.append(why)
+    return out
+
+
+def check(smp: int, memory_mb: int, cmdline: str, sizes: Dict[str, int]) -> None:
+    found = problems(smp, memory_mb, cmdline, sizes)
+    if found:
+        raise BadInput("bad boot request: " + "; ".join(found))
+
+
+# -- kernel images -----------------------------------------------------------
+# The x86 boot protocol's setup header (Documentation/arch/x86/boot.rst).
+BOOT_FLAG_OFFSET, BOOT_FLAG = 0x1FE, b"\x55\xaa"
+HEADER_OFFSET, HEADER_MAGIC = 0x202, b"HdrS"
+
+
+def bzimage_problem(image: Path) -> Optional[str]:
+    """Why QEMU could not boot this file as an x86 kernel; None if it can."""
+    image = Path(image)
+    if not image.exists():
+        return f"kernel image {image}: no such file"
+    if not image.is_file():
+        return f"kernel image {image}: not a file"
+    size = image.stat().st_size
+    if size == 0:
+        return f"kernel image {image}: empty file"
+    with open(image, "rb") as f:
+        head = f.read(HEADER_OFFSET + 4)
+    if (head[BOOT_FLAG_OFFSET:BOOT_FLAG_OFFSET + 2] != BOOT_FLAG
+            or head[HEADER_OFFSET:HEADER_OFFSET + 4] != HEADER_MAGIC):
+        return (f"kernel image {image}: not a bzImage ({size} bytes without the x86 boot "
+                f"setup header: boot flag 0xaa55 at 0x1fe, 'HdrS' at 0x202); give "
+                f"<build>/arch/x86/boot/bzImage")
+    return None
+
+
+def check_kernel_image(image: Path) -> None:
+    why = bzimage_problem(image)
+    if why:
+        raise BadInput(why)
