@@ -35,7 +35,7 @@ BAD_INPUT = {
     "too many vCPUs": (["--smp", "65"], r"error: bad boot request: --smp 65: vCPUs from 1 "),
     "too little memory": (["--memory", "16"],
                           r"error: bad boot request: --memory 16: this boot needs at least "
-                          r"48 MiB"),
+                          r"24 MiB before its images"),
     "unknown step": (["--cmdline", "rig.steps=kmsg,bogus"],
                      r"error: bad boot request: rig.steps=kmsg,bogus: no step 'bogus'; the "
                      r"steps are: kmsg, hang, panic"),
@@ -265,3 +265,16 @@ def test_a_module_that_refuses_to_load_is_a_guest_error_with_its_reason(tmp_path
     # The last line before the exit reached the transcript whole.
     assert re.search(rb"\] \d+: rig-init: end status=17\r\n", res.console), \
         f"transcript cut: {res.console[-300:]!r}"
+
+
+@pytest.mark.boots
+def test_the_least_memory_the_check_allows_boots(tmp_path):
+    """The memory rule refuses what cannot reach init, not what can: a boot
+    with exactly the minimum it asks reaches init and ends clean."""
+    from rig import inputs
+    from rig.build import artifacts
+    sizes = {"kernel image": artifacts.kernel("patched").path("bzImage").stat().st_size,
+             "initramfs": artifacts.initramfs("patched").path("initramfs").stat().st_size}
+    least = next(mb for mb in range(8, 512) if not inputs.problems(2, mb, "", sizes))
+    res = boot(BootRequest(name="least-memory", run_dir=tmp_path / "run", memory_mb=least))
+    assert res.outcome.cls == "clean", f"{least} MiB: {res.outcome.detail}"
