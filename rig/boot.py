@@ -138,7 +138,7 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
     request_check.check_kernel_image(kernel.path("bzImage"))
     qemu = artifacts.qemu()
     initrd = artifacts.initramfs(req.flavor, variant=req.initramfs)
-    request_check.check(req.smp, req.memory_mb, req.cmdline, {
+    request_check.check_memory(req.memory_mb, {
         "kernel image": kernel.path("bzImage").stat().st_size,
         "initramfs": initrd.path("initramfs").stat().st_size})
     run_dir = req.run_dir or new_run_dir(req.name, req.flavor)

@@ -71,12 +71,12 @@ def side_channel_problem(path: Path, outcome: Outcome) -> List[str]:
 def problems(run_dir: Path, machine, outcome: Outcome) -> List[str]:
     """Everything incomplete in the run's evidence; [] when it is whole."""
     cfg = machine.cfg
+    found = list(machine.write_errors)
     if outcome.phase == "qemu":
         # QEMU never came up: there is no evidence to be whole (qemu-crash says why).
-        return list(machine.write_errors)
+        return found
     # QEMU exited with a status of its own (not killed by the rig or a signal).
     ended_by_itself = outcome.exit_status is not None and outcome.signal is None
-    found = list(machine.write_errors)
     found += console_problem(run_dir, machine)
     found += register_log_problem(cfg.uart_log, cfg.smp, ended_by_itself)
     if cfg.second_uart:

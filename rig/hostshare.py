@@ -78,6 +78,10 @@ def holders(fd: int) -> List[str]:
     return found
 
 
+def held_by(fd: int) -> str:
+    return ", ".join(holders(fd)) or "a process this user cannot see"
+
+
 def wait_for(fd: int, mode: int, path: Path, timeout_s: Optional[float], what: str) -> None:
     """flock(fd, mode), telling who holds the lock while it waits."""
     start = last_report = time.monotonic()
@@ -91,13 +95,11 @@ def wait_for(fd: int, mode: int, path: Path, timeout_s: Optional[float], what: s
         if timeout_s is not None and now - start >= timeout_s:
             raise HostLockTimeout(
                 f"host lock {path} not free after {timeout_s:g} s ({what} needs it "
-                f"{'alone' if mode == fcntl.LOCK_EX else 'shared'}); held by "
-                f"{', '.join(holders(fd)) or 'a process this user cannot see'}")
+                f"{'alone' if mode == fcntl.LOCK_EX else 'shared'}); held by {held_by(fd)}")
         if now - last_report >= WAIT_REPORT_S:
             last_report = now
             print(f"[host lock] {what} has waited {now - start:.0f} s for {path}, held by "
-                  f"{', '.join(holders(fd)) or 'a process this user cannot see'}",
-                  file=sys.stderr, flush=True)
+                  f"{held_by(fd)}", file=sys.stderr, flush=True)
         time.sleep(POLL_S)
 
 

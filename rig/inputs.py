@@ -133,6 +133,19 @@ def cmdline_params(cmdline: str) -> Iterable[Tuple[str, str, str]]:
             yield m[1], m[2], m[3] if m[3] is not None else ""
 
 
+def memory_problem(memory_mb: int, sizes: Dict[str, int]) -> Optional[str]:
+    """Why memory_mb is too little for a boot of these images ({} before
+    they are built: the base alone); None if it is enough."""
+    kernel_mb = -(-sizes.get("kernel image", 0) // 2**20)
+    initramfs_mb = -(-sizes.get("initramfs", 0) // 2**20)
+    need = BASE_MEMORY_MB + kernel_mb + 2 * initramfs_mb
+    if memory_mb >= need:
+        return None
+    detail = (f": {BASE_MEMORY_MB} MiB, the kernel image ({kernel_mb} MiB) and twice the "
+              f"initramfs ({initramfs_mb} MiB)" if sizes else " before its images")
+    return f"--memory {memory_mb}: this boot needs at least {need} MiB{detail}"
+
+
 def problems(smp: int, memory_mb: int, cmdline: str,
              sizes: Dict[str, int]) -> List[str]:
     """Everything wrong with these machine and boot parameters."""
@@ -140,13 +153,9 @@ def problems(smp: int, memory_mb: int, cmdline: str,
     if not 1 <= smp <= MAX_SMP:
         out.append(f"--smp {smp}: vCPUs from 1 to {MAX_SMP} (the test module's CPU masks "
                    f"are {MAX_SMP} bits)")
-    kernel_mb = -(-sizes.get("kernel image", 0) // 2**20)
-    initramfs_mb = -(-sizes.get("initramfs", 0) // 2**20)
-    need = BASE_MEMORY_MB + kernel_mb + 2 * initramfs_mb
-    if memory_mb < need:
-        detail = (f": {BASE_MEMORY_MB} MiB, the kernel image ({kernel_mb} MiB) and twice the "
-                  f"initramfs ({initramfs_mb} MiB)" if sizes else " before its images")
-        out.append(f"--memory {memory_mb}: this boot needs at least {need} MiB{detail}")
+    memory = memory_problem(memory_mb, sizes)
+    if memory:
+        out.append(memory)
     try:
         params = list(cmdline_params(cmdline))
     except ValueError as e:
@@ -163,6 +172,13 @@ def check(smp: int, memory_mb: int, cmdline: str, sizes: Dict[str, int]) -> None
     found = problems(smp, memory_mb, cmdline, sizes)
     if found:
         raise BadInput("bad boot request: " + "; ".join(found))
+
+
+def check_memory(memory_mb: int, sizes: Dict[str, int]) -> None:
+    """Once the images exist: enough memory for their sizes."""
+    found = memory_problem(memory_mb, sizes)
+    if found:
+        raise BadInput("bad boot request: " + found)
 
 
 # -- kernel images -----------------------------------------------------------

@@ -22,6 +22,7 @@ from typing import List, Optional, Tuple
 from pexpect import fdpexpect
 
 from rig import libvirt_stage, rundir
+from rig.bundle import ALL_EVIDENCE
 from rig.libvirt_domain import domain_xml
 from rig.machine import Machine, _live
 
@@ -30,8 +31,7 @@ TRACE_LOG = "qemu-trace.log"
 EXIT_TRACE = re.compile(rb"debug_exit_write guest wrote 0x[0-9a-f]+, exit status (\d+)")
 GONE_WAIT_S = 5.0         # for libvirt to notice a QEMU that exited by itself
 # What QEMU writes into the run directory (staged while it runs).
-STAGED_OUTPUT = ("console.log", "uart.log", "side.bin", "console2.log", "uart2.log",
-                 TRACE_LOG)
+STAGED_OUTPUT = ALL_EVIDENCE + (TRACE_LOG,)
 
 
 class LibvirtBackendError(RuntimeError):
@@ -60,6 +60,7 @@ def domain_name(run_dir: Path) -> str:
 
 class LibvirtMachine(Machine):
     console_adds_cr = False      # a unix socket: the bytes as QEMU wrote them
+
     def __init__(self, cfg, phases, uri: str = DEFAULT_URI, **kwargs):
         super().__init__(cfg, phases, **kwargs)
         self.uri = uri

@@ -71,10 +71,14 @@ def human(n: int) -> str:
     return f"{n} bytes"
 
 
+def room(path: Path) -> str:
+    """'N MB free on its filesystem', for messages about path."""
+    return f"{human(free_bytes(path))} free on its filesystem"
+
+
 def check_room(path: Path, min_free_mb: int) -> None:
-    free = free_bytes(path)
-    if free < min_free_mb * 2**20:
-        raise RunDirError(f"{path}: {human(free)} free on its filesystem; a boot needs at "
+    if free_bytes(path) < min_free_mb * 2**20:
+        raise RunDirError(f"{path}: {room(path)}; a boot needs at "
                           f"least {min_free_mb} MiB for its evidence (console, register "
                           f"logs, side channel): free some space or put the runs elsewhere "
                           f"(RIG_RUNS=DIR)")
@@ -92,4 +96,4 @@ def write_text(path: Path, text: str) -> None:
     except OSError as e:
         tmp.unlink(missing_ok=True)
         raise RunDirError(f"cannot write {path} ({len(text.encode())} bytes): {e.strerror}; "
-                          f"{human(free_bytes(path))} free on its filesystem") from None
+                          f"{room(path)}") from None

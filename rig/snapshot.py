@@ -17,8 +17,8 @@ under -icount stops every vCPU synchronously, so the saved state does not
 depend on host timing. QMP `migrate` to a file descriptor the harness
 opened and passed (getfd: QEMU's sandbox forbids spawning) saves it. A
 restore is a QEMU with the same machine plus `-incoming defer`;
-`migrate-incoming` from a passed descriptor loads the state, `cont` runs it. The run directory starts with the
-template's console.log, uart.log and side.bin, which the restored QEMU
+`migrate-incoming` from a passed descriptor loads the state, `cont` runs
+it. The run directory starts with the template's console.log, uart.log and side.bin, which the restored QEMU
 appends to: a transcript and a register log whole from the first byte.
 """
 import os
@@ -224,7 +224,7 @@ def restore_plan(snap_dir: Path, cfg: MachineConfig, phases: List[Phase]
         except OSError as e:
             raise rundir.RunDirError(
                 f"cannot copy the snapshot's {name} into {run_dir}: {e.strerror}; "
-                f"{rundir.human(rundir.free_bytes(run_dir))} free on its filesystem") from None
+                f"{rundir.room(run_dir)}") from None
     _, scenario = split_cmdline(cfg.cmdline)
     args = run_dir / "rig-args.txt"
     rundir.write_text(args, scenario + "\n")
