@@ -34,6 +34,10 @@ UNIX_PATH_MAX = 108          # sun_path of struct sockaddr_un, NUL included
 # Determinism).
 DETERMINISTIC_ARGS = ["-icount", "shift={shift},sleep=off,align=off",
                       "-rtc", "base=2000-01-01T00:00:00,clock=vm"]
+# Under -icount the vCPUs run one at a time on one virtual clock: rig-serial
+# ends each vCPU's turn this often, so that the time between two events of
+# one vCPU does not include a whole turn of the other (up to a guest tick).
+VCPU_SLICE_NS = 200_000
 
 
 @dataclass
@@ -123,6 +127,7 @@ def build_argv(cfg: MachineConfig, firmware_dirs: Sequence[Path] = paths.FIRMWAR
         "-device", CONSOLE_UART.format(log=cfg.uart_log) +
         ("" if cfg.baud_model else ",baud-model=off") +
         (",log-append=on" if cfg.restore else "") +
+        (f",slice-ns={VCPU_SLICE_NS}" if cfg.deterministic else "") +
         "".join(f",{k}={v}" for k, v in sorted(cfg.uart_props.items())),
         "-chardev", f"file,id=side0,path={cfg.side_log}" + (",append=on" if cfg.restore else ""),
         "-device", SIDE_UART,

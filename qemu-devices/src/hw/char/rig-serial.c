@@ -30,6 +30,13 @@
  * restored VM appends to the template's log ("log-append"): one log, one
  * sequence, the boot's divisor writes included.
  *
+ * With "slice-ns", a virtual timer every that many ns ends the running
+ * vCPU's turn under -icount.  The vCPUs share one virtual clock but run one
+ * at a time, and a vCPU that does not pause runs until the next virtual
+ * timer, a whole guest tick: the records of another vCPU then show it idle
+ * for that long, though on hardware it would have run alongside.  The
+ * slice bounds that error.
+ *
  * Records are written with one write(2) each, so that the log survives a
  * guest panic and a SIGKILL of QEMU: the data is in the host's page cache as
  * soon as the access returns.  When QEMU ends, the header gets the number of
@@ -138,6 +145,7 @@ struct RigSerialState {
     bool baud_model;
     bool log_append;
     uint32_t stop_marker;
+    uint32_t slice_ns;
 
     SerialState state;
     MemoryRegion marker_io;
@@ -154,6 +162,7 @@ struct RigSerialState {
     int64_t tx_last_done;
     uint8_t guest_ier;          /* IER as the guest wrote it */
     QEMUTimer *thri_timer;
+    QEMUTimer *slice_timer;     /* ends a vCPU's turn every slice_ns */
 
     /* NMI trigger: armed when nmi_after_thr or nmi_pattern is set. */
     uint64_t nmi_after_thr;
@@ -322,6 +331,20 @@ static void sync_core_ier(RigSerialState *r, int64_t now)
     s->lcr &= ~0x80;
     serial_io_ops.write(s, 1, ier, 1);
     s->lcr = saved_lcr;
+}
+
+static void rig_slice_timer_arm(RigSerialState *r)
+{
+    if (r->slice_ns) {
+        timer_mod(r->slice_timer,
+                  qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + r->slice_ns);
+    }
+}
+
+/* Only the deadline matters: it ends the budget of the running vCPU. */
+static void rig_slice_timer_cb(void *opaque)
+{
+    rig_slice_timer_arm(opaque);
 }
 
 static void rig_thri_timer_cb(void *opaque)
@@ -596,6 +619,8 @@ static void rig_serial_realize(DeviceState *dev, Error **errp)
     }
     qdev_set_legacy_instance_id(dev, r->iobase, 3);
     r->thri_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rig_thri_timer_cb, r);
+    r->slice_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rig_slice_timer_cb, r);
+    rig_slice_timer_arm(r);
     rig_open_log(r, &err);
     if (err) {
         error_propagate(errp, err);
@@ -633,6 +658,7 @@ static void rig_serial_unrealize(DeviceState *dev)
     RigSerialState *r = RIG_SERIAL(dev);
 
     timer_free(r->thri_timer);
+    timer_free(r->slice_timer);
     qemu_remove_exit_notifier(&r->exit_notifier);
     rig_log_close(r);
 }
@@ -655,8 +681,8 @@ static void rig_serial_build_aml(AcpiDevAmlIf *adev, Aml *scope)
 
 static const VMStateDescription vmstate_rig_serial = {
     .name = "rig-serial",
-    .version_id = 1,
-    .minimum_version_id = 1,
+    .version_id = 2,
+    .minimum_version_id = 2,
     .fields = (VMStateField[]) {
         VMSTATE_STRUCT(state, RigSerialState, 0, vmstate_serial, SerialState),
         VMSTATE_UINT64(seq, RigSerialState),
@@ -666,6 +692,7 @@ static const VMStateDescription vmstate_rig_serial = {
         VMSTATE_INT64(tx_last_done, RigSerialState),
         VMSTATE_UINT8(guest_ier, RigSerialState),
         VMSTATE_TIMER_PTR(thri_timer, RigSerialState),
+        VMSTATE_TIMER_PTR(slice_timer, RigSerialState),
         VMSTATE_UINT64(nmi_after_thr, RigSerialState),
         VMSTATE_UINT32(nmi_pattern_offset, RigSerialState),
         VMSTATE_INT32(nmi_cpu, RigSerialState),
@@ -687,6 +714,7 @@ static Property rig_serial_properties[] = {
     DEFINE_PROP_BOOL("baud-model", RigSerialState, baud_model, true),
     DEFINE_PROP_BOOL("log-append", RigSerialState, log_append, false),
     DEFINE_PROP_UINT32("stop-marker", RigSerialState, stop_marker, 0),
+    DEFINE_PROP_UINT32("slice-ns", RigSerialState, slice_ns, 0),
     DEFINE_PROP_END_OF_LIST(),
 };
 
