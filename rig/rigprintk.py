@@ -13,6 +13,8 @@ MARK_SPIN_BEGIN = 0x50000000
 MARK_SPIN_END = 0x60000000
 MARK_SELF_NMI = 0x70000000
 MARK_DEADLINE = 0x80000000       # end of the quiet wait after the floods (liveness_ms)
+MARK_NMI_ENTER = 0x90000000      # around every local NMI on a vCPU (nmi_markers)
+MARK_NMI_EXIT = 0xa0000000
 MARK_BEFORE, MARK_AFTER = 1, 2
 
 TAG_RE = re.compile(r"rigprintk: scen=(?P<scen>\S+) cpu=(?P<cpu>\d+) ctx=(?P<ctx>task|irq|nmi) "

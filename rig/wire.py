@@ -7,6 +7,7 @@ when, so that contiguity ("no foreign byte inside an emergency line"),
 immediacy ("all bytes between these markers") and latency are read off
 exactly.
 """
+import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -174,12 +175,38 @@ def windows(log: UartLog, open_value, close_value) -> List[Window]:
     return out
 
 
-def own_wire_ns(log: UartLog, window: Window, fmt: LineFormat) -> float:
-    """The wire time of the bytes the window's vCPU wrote to THR within it."""
+# The patched kernel's line prefix: timestamp, then the CPU that printed it.
+LINE_CPU_RE = re.compile(r"^\[\s*\d+\.\d+\] (\d{3}): ")
+
+
+def printed_by(lines: List[WireLine]) -> Dict[int, int]:
+    """Log record -> the CPU field of the wire line its byte belongs to, for
+    the lines that have one (the patched kernel's)."""
+    out = {}
+    for line in lines:
+        m = LINE_CPU_RE.match(line.text)
+        if m:
+            out.update((r.seq, int(m.group(1))) for r in line.records)
+    return out
+
+
+def own_wire_ns(log: UartLog, window: Window, fmt: LineFormat,
+                skip: List[Window] = (), printers: Optional[Dict[int, int]] = None) -> float:
+    """The wire time of the bytes the window's vCPU wrote to THR within it,
+    leaving out those written within the windows in skip and, with printers
+    (printed_by()), those of lines another CPU printed."""
     n = sum(1 for r in log.records
             if window.begin.seq < r.seq < window.end.seq and r.reg == "THR"
-            and not r.is_read and r.cpu == window.cpu)
+            and not r.is_read and r.cpu == window.cpu
+            and (printers is None or printers.get(r.seq, r.cpu) == r.cpu)
+            and not any(s.cpu == r.cpu and s.begin.seq < r.seq < s.end.seq for s in skip))
     return n * fmt.char_ns
+
+
+def inside(window: Window, spans: List[Window]) -> List[Window]:
+    """The spans of the window's vCPU that lie within the window."""
+    return [s for s in spans if s.cpu == window.cpu
+            and window.begin.seq < s.begin.seq and s.end.seq < window.end.seq]
 
 
 # --- IER across the console writes -------------------------------------------------

@@ -8,8 +8,9 @@ from rig import logparse
 from rig.evidence import Evidence
 from rig.properties import (assert_no_irqsoff_wait, assert_no_lockup_report,
                             assert_printed_by_deadline, assert_written_by_its_cpu_or_handed,
-                            call_windows)
-from rig.rigprintk import MARK_AFTER, MARK_BEFORE, MARK_DEADLINE
+                            call_windows, nmi_windows)
+from rig.rigprintk import (MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_NMI_ENTER,
+                           MARK_NMI_EXIT)
 from rig.tests.test_wire import SETUP_115200_8N1, log_of, thr, timed_log
 
 LINES = ["[    1.000000] 000: rigprintk: scen=S18 cpu=0 ctx=task seq=0 lvl=6",
@@ -99,7 +100,29 @@ def test_waiting_while_another_vcpu_writes_names_the_cpu_and_the_wait():
         assert_no_irqsoff_wait(ev, call_windows(ev), 1.0)
     msg = str(e.value)
     assert msg.startswith("interrupts-off wait: CPU 0 waited 8.8 ms with interrupts off in a "
-                          "printk() call of 8.8 ms, beyond the 0.0 ms its own bytes took")
+                          "printk() call of 8.8 ms (0.0 ms of it in NMI), beyond the 0.0 ms its "
+                          "own lines took")
+
+
+def nmi(cpu, t0, t1, writes=()):
+    """An NMI on cpu from t0 to t1 (ns), with THR writes (t, cpu) in it."""
+    return ([(t0, cpu, "MARKER", MARK_NMI_ENTER)] + [(t, c, "THR", 0x41) for t, c in writes]
+            + [(t1, cpu, "MARKER", MARK_NMI_EXIT)])
+
+
+def test_time_in_nmi_is_the_nmis_not_the_calls():
+    c = 86806
+    window = call_window(0, 1_000_000, 9_000_000, seq=2)
+    ev = timed_evidence(window[:1] + nmi(0, 1_500_000, 8_800_000) + window[1:])
+    assert_no_irqsoff_wait(ev, call_windows(ev), 1.0, nmi_windows(ev))
+    with pytest.raises(AssertionError, match=r"waited 8\.0 ms .* \(0\.0 ms of it in NMI\)"):
+        assert_no_irqsoff_wait(ev, call_windows(ev), 1.0)
+    # Bytes the NMI wrote are not the call's own: they do not excuse a wait.
+    theirs = [(2_000_000 + i * c, 0) for i in range(50)]
+    ev = timed_evidence(window[:1] + nmi(0, 2_000_000, 2_000_000 + 50 * c, theirs)
+                        + window[1:])
+    with pytest.raises(AssertionError, match=r"waited 3\.7 ms .* \(4\.3 ms of it in NMI\)"):
+        assert_no_irqsoff_wait(ev, call_windows(ev), 1.0, nmi_windows(ev))
 
 
 def test_lockup_reports_are_named():
@@ -135,3 +158,16 @@ def test_a_line_of_two_writers_is_never_handed():
                          + thr(0, HANDED[1][half:] + "\r\n"))
     with pytest.raises(AssertionError, match=r"written by vCPUs \[0, 1\]"):
         assert_written_by_its_cpu_or_handed(ev, ev.transcript.lines[1], 0, may_hand=True)
+
+
+def test_writing_another_cpus_lines_is_not_its_own_work():
+    c = 86806
+    mine = "[    1.000000] 000: rigprintk: scen=S19 cpu=0 ctx=task seq=0 lvl=3\r\n"
+    theirs = "[    1.000100] 001: NMI backtrace for cpu 1\r\n"
+    text = mine + theirs * 3
+    writes = [(1_000_000 + i * c, 0) for i in range(len(text))]
+    recs = call_window(0, 1_000_000, 1_000_000 + (len(text) + 1) * c)
+    body = [(t, cpu, "THR", ord(ch)) for (t, cpu), ch in zip(writes, text)]
+    ev = timed_evidence(recs[:1] + body + recs[1:])
+    with pytest.raises(AssertionError, match=r"waited 11\.8 ms .* beyond the 5\.9 ms its own lines"):
+        assert_no_irqsoff_wait(ev, call_windows(ev), 1.0)

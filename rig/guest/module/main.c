@@ -33,7 +33,9 @@
  * Markers (32-bit writes to the UART's marker port) are
  *   MARK_RUN_BEGIN, MARK_RUN_END, MARK_SPIN_BEGIN/END and MARK_SELF_NMI
  *   (written by the spinning CPU with interrupts off), MARK_DEADLINE (the
- *   end of the quiet wait after the floods, liveness_ms), and (phase << 28 | ctx << 24 | seq) with
+ *   end of the quiet wait after the floods, liveness_ms), MARK_NMI_ENTER/EXIT
+ *   (nmi_markers: around every local NMI, the kernel's handlers included),
+ *   and (phase << 28 | ctx << 24 | seq) with
  *   phase 1 before and 2 after a tagged printk() call, ctx 0 task, 1 irq,
  *   2 nmi; the vCPU is in the log record itself.
  */
@@ -71,6 +73,8 @@
 #define MARK_SPIN_END		0x60000000
 #define MARK_SELF_NMI		0x70000000
 #define MARK_DEADLINE		0x80000000
+#define MARK_NMI_ENTER		0x90000000
+#define MARK_NMI_EXIT		0xa0000000
 #define MARK_BEFORE		1
 #define MARK_AFTER		2
 
@@ -194,6 +198,10 @@ MODULE_PARM_DESC(second_console, "none, early (prints along from the run's start
 static bool markers;
 module_param(markers, bool, 0644);
 MODULE_PARM_DESC(markers, "write markers to the UART before and after each tagged printk()");
+
+static bool nmi_markers;
+module_param(nmi_markers, bool, 0644);
+MODULE_PARM_DESC(nmi_markers, "write markers to the UART when a local NMI enters and leaves its handlers");
 
 static bool stamp;
 module_param(stamp, bool, 0644);
@@ -555,7 +563,7 @@ static void nmi_print(void)
 		tagged_printk(nmi_level, 0, &nmi_timing);
 }
 
-static int rig_nmi_local(unsigned int type, struct pt_regs *regs)
+static int rig_nmi_local_handle(void)
 {
 	if (atomic_read(&crash_nmi_armed) && smp_processor_id() == crash_cpu) {
 		atomic_set(&crash_nmi_armed, 0);
@@ -576,6 +584,27 @@ static int rig_nmi_local(unsigned int type, struct pt_regs *regs)
 	if (nmi_then_panic)
 		panic("rigprintk: panic from the NMI handler on CPU %d", smp_processor_id());
 	return NMI_HANDLED;
+}
+
+/*
+ * The first and the last local NMI handler (the kernel's own, such as the
+ * all-CPU backtrace, run between them): a CPU's time in NMI is then read
+ * off the register log, and taken out of the windows it interrupted.
+ */
+static int rig_nmi_enter(unsigned int type, struct pt_regs *regs)
+{
+	if (nmi_markers)
+		mark_always(MARK_NMI_ENTER);
+	return NMI_DONE;
+}
+
+static int rig_nmi_local(unsigned int type, struct pt_regs *regs)
+{
+	int ret = rig_nmi_local_handle();
+
+	if (nmi_markers)
+		mark_always(MARK_NMI_EXIT);
+	return ret;
 }
 
 static int rig_nmi_unknown(unsigned int type, struct pt_regs *regs)
@@ -1219,9 +1248,12 @@ static int __init rigprintk_init(void)
 		pr_err("rigprintk: second_console=%s: not none, early or late\n", second_console);
 		return -EINVAL;
 	}
-	ret = register_nmi_handler(NMI_LOCAL, rig_nmi_local, 0, "rigprintk");
+	ret = register_nmi_handler(NMI_LOCAL, rig_nmi_enter, NMI_FLAG_FIRST, "rigprintk-enter");
 	if (ret)
 		return ret;
+	ret = register_nmi_handler(NMI_LOCAL, rig_nmi_local, 0, "rigprintk");
+	if (ret)
+		goto out_enter;
 	ret = register_nmi_handler(NMI_UNKNOWN, rig_nmi_unknown, 0, "rigprintk");
 	if (ret)
 		goto out_local;
@@ -1240,6 +1272,8 @@ out_unknown:
 	unregister_nmi_handler(NMI_UNKNOWN, "rigprintk");
 out_local:
 	unregister_nmi_handler(NMI_LOCAL, "rigprintk");
+out_enter:
+	unregister_nmi_handler(NMI_LOCAL, "rigprintk-enter");
 	return ret;
 }
 
@@ -1255,6 +1289,7 @@ static void __exit rigprintk_exit(void)
 		unregister_die_notifier(&abandon_nb);
 	unregister_nmi_handler(NMI_UNKNOWN, "rigprintk");
 	unregister_nmi_handler(NMI_LOCAL, "rigprintk");
+	unregister_nmi_handler(NMI_LOCAL, "rigprintk-enter");
 }
 
 module_init(rigprintk_init);
