@@ -6,11 +6,11 @@ import pytest
 
 from rig import logparse
 from rig.evidence import Evidence
-from rig.properties import (assert_no_irqsoff_wait, assert_no_lockup_report,
+from rig.properties import (assert_immediate, assert_no_irqsoff_wait, assert_no_lockup_report,
                             assert_printed_by_deadline, assert_written_by_its_cpu_or_handed,
                             call_windows, nmi_windows)
 from rig.rigprintk import (MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_NMI_ENTER,
-                           MARK_NMI_EXIT)
+                           MARK_NMI_EXIT, Tag)
 from rig.tests.test_wire import SETUP_115200_8N1, log_of, thr, timed_log
 
 LINES = ["[    1.000000] 000: rigprintk: scen=S18 cpu=0 ctx=task seq=0 lvl=6",
@@ -171,3 +171,34 @@ def test_writing_another_cpus_lines_is_not_its_own_work():
     ev = timed_evidence(recs[:1] + body + recs[1:])
     with pytest.raises(AssertionError, match=r"waited 11\.8 ms .* beyond the 5\.9 ms its own lines"):
         assert_no_irqsoff_wait(ev, call_windows(ev), 1.0)
+
+
+def immediacy_evidence(writes):
+    """A call by CPU 0 of tag cpu0#59 with THR writes (text, vCPU) between its markers."""
+    tag = Tag("S24", 0, "task", 59, 3, 0)
+    recs, t = [(1000, 0, "MARKER", tag.marker(MARK_BEFORE))], 2000
+    for text, cpu in writes:
+        for ch in text:
+            recs.append((t, cpu, "THR", ord(ch)))
+            t += 86806
+    recs.append((t, 0, "MARKER", tag.marker(MARK_AFTER)))
+    console = "".join(text for text, _ in writes).encode()
+    return (Evidence(SimpleNamespace(run_dir="RUN"), logparse.parse_transcript(console), None,
+                     timed_log(SETUP_115200_8N1 + recs)), tag)
+
+
+EMERG = "[    2.407617] 000: rigprintk: scen=S24 cpu=0 ctx=task seq=59 lvl=3"
+
+
+def test_the_callers_copy_counts_after_a_printers_fragment_of_the_same_record():
+    ev, tag = immediacy_evidence([(EMERG, 1), ("\r\n", 0),
+                                  ("** replaying previous printk message **\r\n", 0),
+                                  (EMERG + "\r\n", 0)])
+    assert_immediate(ev, ev.transcript.lines[-1], tag)
+
+
+def test_a_line_written_partly_by_another_cpu_is_not_immediate():
+    ev, tag = immediacy_evidence([(EMERG[:30], 0), (EMERG[30:] + "\r\n", 1)])
+    with pytest.raises(AssertionError, match=r"emergency immediacy on .*: the line's bytes came "
+                                             r"from vCPUs \{0, 1\}, the caller was CPU 0"):
+        assert_immediate(ev, ev.transcript.lines[-1], tag)
