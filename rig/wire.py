@@ -7,10 +7,10 @@ when, so that contiguity ("no foreign byte inside an emergency line"),
 immediacy ("all bytes between these markers") and latency are read off
 exactly.
 """
-import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
+from rig import logparse
 from rig.uartlog import Record, UartLog
 
 
@@ -175,18 +175,14 @@ def windows(log: UartLog, open_value, close_value) -> List[Window]:
     return out
 
 
-# The patched kernel's line prefix: timestamp, then the CPU that printed it.
-LINE_CPU_RE = re.compile(r"^\[\s*\d+\.\d+\] (\d{3}): ")
-
-
 def printed_by(lines: List[WireLine]) -> Dict[int, int]:
     """Log record -> the CPU field of the wire line its byte belongs to, for
     the lines that have one (the patched kernel's)."""
     out = {}
     for line in lines:
-        m = LINE_CPU_RE.match(line.text)
-        if m:
-            out.update((r.seq, int(m.group(1))) for r in line.records)
+        m = logparse.CONSOLE_RE.match(line.text)
+        if m and m.group("cpu"):
+            out.update((r.seq, int(m.group("cpu"))) for r in line.records)
     return out
 
 
