@@ -132,4 +132,4 @@ def mismatch(path: Path, lines: List[str], run_file: Path,
     return (f"the transcript differs from its golden file {path}\n"
             f"{logdiff.format_text(res, colour=False)}\n"
             f"If the change is intended, accept it with `make golden` and review "
-            f"`git diff {paths.REPO.name}/golden`.")
+            f"`git diff golden/`.")

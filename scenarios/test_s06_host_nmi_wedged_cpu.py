@@ -47,6 +47,12 @@ def test_s6_nmi_message_on_the_wire_while_the_cpu_spins(rig_run, flavor, like, l
         f"{[ln.raw for ln, _ in nmi]} ({ev.where()})")
     begin, end = marker(ev.log, MARK_SPIN_BEGIN), marker(ev.log, MARK_SPIN_END)
     assert begin and end and begin.cpu == end.cpu == WEDGED, "no spin markers from the CPU"
+    announced = next((ln for ln in ev.transcript.lines if "spins with interrupts off" in ln.text),
+                     None)
+    announced_wl = announced and ev.wire_line_of(announced)
+    assert announced_wl and announced_wl.first.seq < end.seq, (
+        f"S6 setup: the spin's announcement is not on the wire before the spin's end "
+        f"(the host fires the NMI on it): {announced and announced.raw!r} ({ev.where()})")
     wl = ev.wire_line_of(nmi[0][0])
     assert wl is not None, (f"emergency contiguity: the NMI line is not whole on the wire "
                             f"({ev.where()})")

@@ -756,6 +756,13 @@ static int spin_start(void)
 	t = kthread_create_on_cpu(spin_fn, NULL, spin_cpu, "rigspin/%u");
 	if (IS_ERR(t))
 		return PTR_ERR(t);
+	/*
+	 * Not preemptible from the wakeup to the announcement: a task that
+	 * preempts the announcer may wait for the spinning CPU, such as the
+	 * kworker that frees the module's init memory and flushes the TLB of
+	 * every CPU, and the announcement would then come after the spin.
+	 */
+	preempt_disable();
 	wake_up_process(t);
 	/*
 	 * Poll rather than sleep: a wakeup sent by the spinner, which has
@@ -772,6 +779,7 @@ static int spin_start(void)
 	 */
 	pr_err("rigprintk: scen=%s cpu %d spins with interrupts off for %u ms\n",
 		scen, spin_cpu, spin_ms);
+	preempt_enable();
 	return 1;
 }
 
