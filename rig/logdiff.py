@@ -15,6 +15,7 @@ and CPU changes of matched records, timestamps beyond the tolerance, changed
 dropped counts, lines cut short (split) or holding two records (interleaved),
 then a unified diff of the normalized text.
 """
+import bisect
 import difflib
 import json
 import re
@@ -24,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from rig import logparse
+from rig import logalign, logparse
 
 # util-linux `dmesg --decode`: "kern  :info  : [    1.234567] text"
 DECODE_RE = re.compile(r"^(?P<fac>[a-z0-9]+)\s*:(?P<lvl>[a-z]+)\s*: ")
@@ -183,9 +184,8 @@ def one_sided_fields(a: Log, b: Log) -> List[Difference]:
 def compare(a: Log, b: Log, ts_tolerance_s: Optional[float] = None) -> List[Difference]:
     out: List[Difference] = []
     ka, kb = [r.key for r in a.records], [r.key for r in b.records]
-    matcher = difflib.SequenceMatcher(None, ka, kb, autojunk=False)
     pairs, missing, extra, changed = [], [], [], []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in logalign.align(ka, kb):
         if tag == "equal":
             pairs += zip(a.records[i1:i2], b.records[j1:j2])
             continue
@@ -242,24 +242,70 @@ def compare(a: Log, b: Log, ts_tolerance_s: Optional[float] = None) -> List[Diff
     return out
 
 
+# A changed record is looked for among the new records this near its place
+# in the replaced block, and among those nearest it that begin with the same
+# two words: not among all of them, so that a block of thousands of changed
+# records costs as much per record as a short one.
+SIMILAR_WINDOW = 8
+
+
+def head(key: str) -> str:
+    return " ".join(key.split(None, 2)[:2])
+
+
+def candidates(i: int, ra: Record, n_old: int, news: List[Record], by_head) -> List[int]:
+    near = i * len(news) // max(n_old, 1)
+    found = set(range(max(0, near - SIMILAR_WINDOW), min(len(news), near + SIMILAR_WINDOW + 1)))
+    same = by_head.get(head(ra.key), [])
+    k = bisect.bisect_left(same, near)
+    found.update(same[max(0, k - SIMILAR_WINDOW):k + SIMILAR_WINDOW])
+    return sorted(found, key=lambda j: (abs(j - near), j))
+
+
 def pair_similar(olds: List[Record], news: List[Record], cutoff: float = 0.6):
     """Within a replaced block, pair each old record with the most similar new one
-    (a changed message); returns the unpaired old and new ones and the pairs."""
+    (a changed message); returns the unpaired old and new ones and the pairs.
+    The records left unpaired are tried again among themselves, in their own
+    places, until no pair is found."""
+    pairs = []
+    while olds and news:
+        found = pair_nearby(olds, news, cutoff)
+        if not found:
+            break
+        pairs += found
+        paired_a, paired_b = {id(ra) for ra, _ in found}, {id(rb) for _, rb in found}
+        olds = [r for r in olds if id(r) not in paired_a]
+        news = [r for r in news if id(r) not in paired_b]
+    pairs.sort(key=lambda p: p[0].lineno)
+    return olds, news, pairs
+
+
+def pair_nearby(olds: List[Record], news: List[Record], cutoff: float):
+    """One pass: each old record with the most similar unused new candidate."""
     pairs, used = [], set()
-    for ra in olds:
+    by_head = defaultdict(list)
+    for j, rb in enumerate(news):
+        by_head[head(rb.key)].append(j)
+    matchers: Dict[int, difflib.SequenceMatcher] = {}    # one per new record, reused
+    for i, ra in enumerate(olds):
         best, best_ratio = None, cutoff
-        for j, rb in enumerate(news):
+        for j in candidates(i, ra, len(olds), news, by_head):
             if j in used:
                 continue
-            ratio = difflib.SequenceMatcher(None, ra.key, rb.key).ratio()
-            if ratio >= best_ratio:
+            # Nearest first: of equally similar records, the one in its place.
+            sm = matchers.get(j)
+            if sm is None:
+                sm = matchers[j] = difflib.SequenceMatcher(None, "", news[j].key)
+            sm.set_seq1(ra.key)
+            if sm.real_quick_ratio() < best_ratio or sm.quick_ratio() < best_ratio:
+                continue
+            ratio = sm.ratio()
+            if ratio > best_ratio or (best is None and ratio == best_ratio):
                 best, best_ratio = j, ratio
         if best is not None:
             used.add(best)
             pairs.append((ra, news[best]))
-    paired_a = {id(ra) for ra, _ in pairs}
-    return ([r for r in olds if id(r) not in paired_a],
-            [r for j, r in enumerate(news) if j not in used], pairs)
+    return pairs
 
 
 def fmt_dropped(log: Log) -> str:
@@ -302,9 +348,8 @@ def cpu_order_changes(a: Log, b: Log) -> List[Difference]:
 
 def unified(a: Log, b: Log, context: int = 3) -> List[str]:
     fields = shared_fields(a, b)
-    return list(difflib.unified_diff([render(r, fields) for r in a.records],
-                                     [render(r, fields) for r in b.records],
-                                     fromfile=a.name, tofile=b.name, lineterm="", n=context))
+    la, lb = [render(r, fields) for r in a.records], [render(r, fields) for r in b.records]
+    return logalign.unified(la, lb, logalign.align(la, lb), a.name, b.name, context)
 
 
 @dataclass
