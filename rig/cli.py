@@ -250,8 +250,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.set_defaults(func=cmd_flakes)
 
     d = sub.add_parser("diff", help="compare two kernel logs record by record",
-                       description="Compare two kernel logs (files, or run directories for "
-                                   "their console.log) as printk records: missing, extra "
+                       description="Compare two kernel logs (files, pipes, '-' for standard "
+                                   "input, xz or gzip data, or run directories for their "
+                                   "console.log; console or dmesg lines with or without "
+                                   "timestamps, /dev/kmsg dumps) as printk records: missing, extra "
                                    "and moved records, per-CPU order, level and CPU "
                                    "changes, timestamps, dropped counts, split and "
                                    "interleaved lines, then a unified diff. Exit 0 equal, "

@@ -17,7 +17,9 @@ then a unified diff of the normalized text.
 """
 import bisect
 import difflib
+import gzip
 import json
+import lzma
 import re
 import sys
 from collections import Counter, defaultdict
@@ -77,41 +79,110 @@ def mask(text: str) -> str:
     return text.rstrip()
 
 
-def read(path: Path) -> Tuple[str, bytes]:
+XZ_MAGIC, GZ_MAGIC = b"\xfd7zXZ\x00", b"\x1f\x8b"
+# Control bytes other than tab are shown escaped, as the golden files do.
+CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def read(path, stdin=None) -> Tuple[str, bytes]:
+    """A log's name and bytes: a file, a run directory's console.log, a pipe or
+    process substitution, or '-' for standard input; xz and gzip data (the
+    rig's own test data, a compressed capture) are decompressed."""
+    if str(path) == "-":
+        return "<stdin>", decompress("<stdin>", (stdin or sys.stdin.buffer).read())
     path = Path(path)
     if path.is_dir():
         path = path / "console.log"
-    if not path.is_file():
+    if not path.exists():
         raise DiffInputError(f"{path}: no such file (give a log file or a run directory "
                              f"with console.log)")
-    data = path.read_bytes()
-    if b"\0" in data:
-        raise DiffInputError(f"{path}: binary data (a NUL byte at offset "
-                             f"{data.index(bytes(1))}), not a kernel log")
-    return str(path), data
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise DiffInputError(f"{path}: cannot be read: {e.strerror or e}") from e
+    return str(path), decompress(str(path), data)
+
+
+def decompress(name: str, data: bytes) -> bytes:
+    try:
+        if data.startswith(XZ_MAGIC):
+            return lzma.decompress(data)
+        if data.startswith(GZ_MAGIC):
+            return gzip.decompress(data)
+    except (lzma.LZMAError, EOFError, OSError) as e:
+        kind = "xz" if data.startswith(XZ_MAGIC) else "gzip"
+        raise DiffInputError(f"{name}: truncated or corrupt {kind} data ({e}); "
+                             f"give the whole file or the log uncompressed") from e
+    return data
+
+
+def escape_controls(raw: str) -> str:
+    return CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", raw)
+
+
+# Linux 4.x printed the dropped marker and the next record on one line.
+OLD_DROPPED_RE = re.compile(r"^(\*\* \d+ printk messages dropped \*\*) ?(?=\S)")
+# A /dev/kmsg dump: "prio,seq,usec,flags[,...];text".
+KMSG_LINE_RE = re.compile(r"^\d+,\d+,\d+,[^;]*;")
+
+
+def pieces(raw: str) -> List[str]:
+    """The lines a console line holds: the old one-line dropped marker and its
+    record; a kernel record printed after other text on the same line
+    ("Populating /dev using udev: [    3.389917] usb 1-1: ...") and that text."""
+    m = OLD_DROPPED_RE.match(raw)
+    if m:
+        return [m.group(1)] + pieces(raw[m.end():])
+    if DECODE_RE.match(raw) or logparse.CONSOLE_RE.match(raw):
+        return [raw]
+    m = MID_LINE_TS_RE.search(raw)
+    if m and raw[:1] not in ("<", "["):
+        return [p for p in (raw[:m.start()].rstrip(), raw[m.start():]) if p]
+    return [raw]
+
+
+def is_kmsg_dump(lines: List[str]) -> bool:
+    records = [ln for ln in lines if ln and not ln.startswith(" ")]
+    return bool(records) and all(KMSG_LINE_RE.match(ln) for ln in records)
+
+
+def parse_kmsg_dump(log: Log, lines: List[str], masked: bool) -> Log:
+    for lineno, line in enumerate(lines, 1):
+        if not line or line.startswith(" "):
+            continue
+        header, _, text = line.partition(";")
+        prio, _, ts, _, _ = logparse.parse_kmsg_header(header)
+        text = escape_controls(logparse.unescape(text))
+        log.records.append(Record(lineno, line, text, mask(text) if masked else text,
+                                  ts, prio & 7, None))
+    return log
 
 
 def parse(name: str, data: bytes, masked: bool = True) -> Log:
+    """Any kernel log: console or dmesg lines with or without timestamps, a
+    /dev/kmsg dump; lines that are no kernel record are records too. An empty
+    log has no records: against another log that is a difference."""
     log = Log(name)
+    lines = [escape_controls(ln) for ln in logparse.split_lines(data)]
+    if is_kmsg_dump(lines):
+        return parse_kmsg_dump(log, lines, masked)
     entries = []
-    for lineno, raw in enumerate(logparse.split_lines(data), 1):
-        if raw.startswith(COMMENT):
+    for lineno, whole in enumerate(lines, 1):
+        if whole.startswith(COMMENT):
             continue
-        level = None
-        m = DECODE_RE.match(raw)
-        if m and m.group("lvl") in LEVELS:
-            level, raw = LEVELS[m.group("lvl")], raw[m.end():]
-        line = logparse.parse_console_line(lineno, raw)
-        if line is None:
-            if raw.strip():
-                entries.append((logparse.ConsoleLine(lineno, raw, text=raw), level))
-            continue
-        if line.prio is not None:
-            level = line.prio & 7
-        entries.append((line, level))
-    if not any(ln.ts_usec is not None for ln, _ in entries):
-        raise DiffInputError(f"{name}: no kernel log line in it (expected lines like "
-                             f"'[    1.234567] text')")
+        for raw in pieces(whole):
+            level = None
+            m = DECODE_RE.match(raw)
+            if m and m.group("lvl") in LEVELS:
+                level, raw = LEVELS[m.group("lvl")], raw[m.end():]
+            line = logparse.parse_console_line(lineno, raw)
+            if line is None:
+                if raw.strip():
+                    entries.append((logparse.ConsoleLine(lineno, raw, text=raw), level))
+                continue
+            if line.prio is not None:
+                level = line.prio & 7
+            entries.append((line, level))
     fragments = logparse.interrupted_fragments([(ln, True) for ln, _ in entries],
                                                logparse.Transcript())
     for line, level in entries:
@@ -144,7 +215,7 @@ def cut_in_prefix(line: logparse.ConsoleLine) -> bool:
 @dataclass
 class Difference:
     kind: str       # missing extra moved changed cpu-order level cpu timestamp dropped
-    #                 split interleaved
+    #                 split interleaved, or note (not a difference: a field one side lacks)
     detail: str
     a_line: Optional[int] = None
     b_line: Optional[int] = None
@@ -170,13 +241,15 @@ def shared_fields(a: Log, b: Log) -> Tuple[str, ...]:
 
 
 def one_sided_fields(a: Log, b: Log) -> List[Difference]:
-    """Said once, since no record can be compared on a field the other log lacks."""
+    """Said once, as a note, not a difference: no record can be compared on a
+    field the other log lacks (a console against `dmesg -r`, vanilla against
+    the seed's CPU field)."""
     out = []
     for attr, what in (("level", "level"), ("cpu", "CPU field")):
         na, nb = carried(a, attr), carried(b, attr)
         if bool(na) != bool(nb):
             side, log, n = ("A", a, na) if na else ("B", b, nb)
-            out.append(Difference(attr, f"{what} only in {side} ({n} of {len(log.records)} "
+            out.append(Difference("note", f"{what} only in {side} ({n} of {len(log.records)} "
                                   f"records), not compared"))
     return out
 
@@ -361,7 +434,7 @@ class Result:
 
     @property
     def equal(self) -> bool:
-        return not self.differences and not self.diff_lines
+        return not self.diff_lines and all(d.kind == "note" for d in self.differences)
 
     def to_json(self) -> Dict:
         return {"a": {"path": self.a.name, "records": len(self.a.records)},
@@ -388,9 +461,10 @@ def format_text(res: Result, colour: bool) -> str:
         return f"\033[{code}m{s}\033[0m" if colour and code else s
     lines = [f"A: {res.a.name} ({len(res.a.records)} records)",
              f"B: {res.b.name} ({len(res.b.records)} records)"]
+    notes = [f"note: {d.detail}" for d in res.differences if d.kind == "note"]
     if res.equal:
-        return "\n".join(lines + ["equal"]) + "\n"
-    counts = Counter(d.kind for d in res.differences)
+        return "\n".join(lines + notes + ["equal"]) + "\n"
+    counts = Counter(d.kind for d in res.differences if d.kind != "note")
     lines.append("differences: " + (", ".join(f"{n} {k}" for k, n in counts.items())
                                     or "none by record, text differs"))
     for d in res.differences:

@@ -3,9 +3,12 @@
 plus CRLF line ends, syslog prefixes, dmesg --decode, caller fields and
 malformed input; then real boots, panics, oopses and floods of both flavors
 (see "real captures" below) against each other."""
+import gzip
 import io
-import lzma
 import json
+import lzma
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -154,17 +157,66 @@ def test_crlf_syslog_prefixes_decode_and_caller_fields_parse():
     assert logdiff.parse("raw", raw).records[0].level == 4
 
 
-def test_bad_input_is_named(tmp_path):
-    with pytest.raises(logdiff.DiffInputError, match="no kernel log line"):
-        logdiff.parse("empty", b"")
-    with pytest.raises(logdiff.DiffInputError, match="no kernel log line"):
-        logdiff.parse("text", b"hello\nworld\n")
-    binary = tmp_path / "bin"
-    binary.write_bytes(b"[    1.000000] x\n\0\0")
-    with pytest.raises(logdiff.DiffInputError, match="NUL byte at offset 17"):
-        logdiff.read(binary)
+def test_any_log_in_and_bad_input_named(tmp_path):
+    # An empty log, text without timestamps, control bytes: all logs.
+    assert logdiff.parse("empty", b"").records == []
+    assert [r.text for r in logdiff.parse("text", b"hello\nworld\n").records] == ["hello", "world"]
+    assert [r.text for r in logdiff.parse("nul", b"[    1.000000] x\0y\x1b[0m\n").records] == \
+        ["x\\x00y\\x1b[0m"]
+    # Missing files, truncated compressed data.
     with pytest.raises(logdiff.DiffInputError, match="run directory with console.log"):
         logdiff.read(tmp_path / "nope")
+    cut = tmp_path / "cut.xz"
+    cut.write_bytes(lzma.compress(BOOT)[:200])
+    with pytest.raises(logdiff.DiffInputError, match=r"cut.xz: truncated or corrupt xz data"):
+        logdiff.read(cut)
+    cut_gz = tmp_path / "cut.gz"
+    cut_gz.write_bytes(gzip.compress(BOOT)[:100])
+    with pytest.raises(logdiff.DiffInputError, match=r"cut.gz: truncated or corrupt gzip data"):
+        logdiff.read(cut_gz)
+
+
+def test_stdin_pipes_and_compressed_logs(tmp_path):
+    for name, data in (("boot.xz", lzma.compress(BOOT)), ("boot.gz", gzip.compress(BOOT)),
+                       ("boot", BOOT)):
+        (tmp_path / name).write_bytes(data)
+        assert logdiff.read(tmp_path / name)[1] == BOOT
+    assert logdiff.read("-", stdin=io.BytesIO(BOOT)) == ("<stdin>", BOOT)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(gzip.compress(BOOT)))
+    writer.start()
+    assert logdiff.read(fifo)[1] == BOOT
+    writer.join()
+
+
+def test_old_dropped_marker_and_records_after_other_text():
+    # Linux 4.x: the dropped marker and the next record on one line.
+    log = logdiff.parse("old", b"[    1.000000] a\n** 3 printk messages dropped ** "
+                               b"[    1.100000] b\n")
+    assert [r.text for r in log.records] == ["a", "b"] and [n for _, n in log.dropped] == [3]
+    # A record after userspace text: its timestamp is not part of what is compared.
+    a = b"Populating /dev using udev: [    3.389917] usb 1-1: new device\n"
+    b = b"Populating /dev using udev: [    4.000001] usb 1-1: new device\n"
+    assert kinds(a, b)[0] == []
+    assert [r.text for r in logdiff.parse("A", a).records] == [
+        "Populating /dev using udev:", "usb 1-1: new device"]
+
+
+def test_logs_without_timestamps_and_kmsg_dumps_compare():
+    assert kinds(b"a\nb\nc\n", b"a\nc\n")[0] == ["missing"]
+    dump = (b"5,0,0,-;Linux version 6.12.118-rig-vanilla (rig@printk-rig)\n"
+            b"6,1,0,-;Command line: console=ttyS0,115200 panic=-1\n")
+    log = logdiff.parse("kmsg", dump)
+    assert [(r.level, r.text) for r in log.records] == [
+        (5, "Linux version 6.12.118-rig-vanilla (rig@printk-rig)"),
+        (6, "Command line: console=ttyS0,115200 panic=-1")]
+    console = (b"[    0.000000] Linux version 6.12.118-rig-vanilla (rig@printk-rig)\n"
+               b"[    0.000000] Command line: console=ttyS0,115200 panic=-1\n")
+    got, res = kinds(dump, console)
+    assert got == ["note"]
+    assert logdiff.Result(logdiff.parse("A", dump), logdiff.parse("B", console), res,
+                          []).equal
 
 
 def test_main_exit_codes_text_and_json(tmp_path, capsys):
@@ -256,10 +308,10 @@ def test_real_dmesg_raw_levels_decode_and_the_console_of_the_same_boot():
     # The console of that boot lacks the debug records (console loglevel 7) and
     # has those printed after dmesg ran; it has no levels at all.
     got, res = kinds(raw, console("vanilla-boot"))
-    assert set(got) == {"missing", "extra", "level"}
+    assert set(got) == {"missing", "extra", "note"}
     by_line = {r.lineno: r for r in log.records}
     assert all(by_line[d.a_line].level == 7 for d in of_kind(res, "missing"))
-    assert [d.detail for d in of_kind(res, "level")] == [
+    assert [d.detail for d in of_kind(res, "note")] == [
         f"level only in A ({len(log.records)} of {len(log.records)} records), not compared"]
     last = max(r.ts_usec for r in log.records)
     extra = logdiff.parse("console", console("vanilla-boot"))
@@ -275,9 +327,9 @@ def test_real_dmesg_raw_levels_decode_and_the_console_of_the_same_boot():
 def test_real_vanilla_and_patched_panics():
     a, b = console("vanilla-panic-nmi"), console("patched-panic-nmi")
     got, res = kinds(a, b)
-    assert set(got) == {"moved", "changed", "cpu", "split"}
+    assert set(got) == {"moved", "changed", "note", "split"}
     n = len(logdiff.parse("B", b).records)
-    assert [d.detail for d in of_kind(res, "cpu")] == [
+    assert [d.detail for d in of_kind(res, "note")] == [
         f"CPU field only in B ({n} of {n} records), not compared"]
     # The patched console was taken over: cut lines, one of them a replay line.
     assert [d.detail for d in of_kind(res, "split")] == [
@@ -392,27 +444,25 @@ def test_a_real_line_holding_two_records():
     assert of_kind(res, "interleaved")[0].b_line == lineno_of(a, "scen=P run begin")
 
 
-def test_bad_real_input_exits_2_naming_the_file(tmp_path, capsys):
+def test_real_inputs_exit_codes(tmp_path, capsys):
     good = tmp_path / "good.log"
     good.write_bytes(console("vanilla-boot"))
-    # A compressed capture given as is; an empty file; a /dev/kmsg dump (real
-    # records of vanilla-boot), which has no console line; a run directory
-    # without console.log.
-    cases = {"capture.xz": ((DATA / "vanilla-boot.console.xz").read_bytes(),
-                            "binary data (a NUL byte at offset 5), not a kernel log"),
-             "empty.log": (b"", "no kernel log line in it"),
-             "kmsg.dump": (b"5,0,0,-;Linux version 6.12.118-rig-vanilla (rig@printk-rig)\n"
-                           b"6,1,0,-;Command line: console=ttyS0,115200 panic=-1\n"
-                           b"6,2,0,-;BIOS-provided physical RAM map:\n",
-                           "no kernel log line in it"),
-             "rundir": (None, "no such file (give a log file or a run directory")}
-    for name, (data, msg) in cases.items():
+    # A compressed capture given as is equals its text; an empty log differs
+    # from a boot; a cut capture and a run directory without console.log are
+    # named with exit 2.
+    xz = (DATA / "vanilla-boot.console.xz").read_bytes()
+    cases = {"capture.xz": (xz, 0, ""),
+             "empty.log": (b"", 1, ""),
+             "cut.xz": (xz[:len(xz) // 2], 2, "truncated or corrupt xz data"),
+             "rundir": (None, 2, "no such file (give a log file or a run directory")}
+    for name, (data, code, msg) in cases.items():
         path = tmp_path / name
         if data is None:
             path.mkdir()
         else:
             path.write_bytes(data)
         for a, b in ((good, path), (path, good)):
-            assert logdiff.main(str(a), str(b), False, None, True, False, io.StringIO()) == 2
+            assert logdiff.main(str(a), str(b), False, None, True, False, io.StringIO()) == code
             err = capsys.readouterr().err
-            assert err.startswith(f"rig diff: {path}") and msg in err, err
+            assert (not msg and not err) or (err.startswith(f"rig diff: {path}") and msg in err), err
+
