@@ -31,7 +31,7 @@ help:
 	@echo "make replay RUN=DIR [GDB=1]  re-run a recorded boot, compare its evidence bytes"
 	@echo "make report [JUNIT=runs/junit.xml]  HTML page per kept run (verdicts, transcript, timeline) + index"
 	@echo "make libvirtd    start libvirtd (for pytest --backend libvirt) unless it runs"
-	@echo "make bench       printk latency/throughput, vanilla vs patched, in virtual time (+ check)"
+	@echo "make bench       printk latency/throughput (virtual time), time to verdict, rig diff speed (+ check)"
 	@echo "make determinism-check  deterministic scenarios 10 times: byte-identical evidence?"
 	@echo "make clean       remove run directories;  make clean-cache  remove the build cache"
 

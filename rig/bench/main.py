@@ -1,14 +1,14 @@
 """rig bench [--lines N] [--stress-records N] [--verdict-runs N] [--out FILE]
 [--check]: the printk figures of rig.bench.guest on both flavors in one run,
-the rig's own time to verdict (rig.bench.verdict), as tables and JSON;
---check exits 1 when the patched kernel breaks a promise of
-rig.bench.report.check."""
+the rig's own time to verdict (rig.bench.verdict) and rig diff's speed
+(rig.bench.diff), as tables and JSON; --check exits 1 when the patched kernel
+breaks a promise of rig.bench.report.check or rig diff misses its target."""
 import datetime
 import os
 import platform
 from pathlib import Path
 
-from rig.bench import guest, report, verdict
+from rig.bench import diff, guest, report, verdict
 from rig.build import artifacts
 
 
@@ -41,20 +41,23 @@ def main(lines: int, out: Path, do_check: bool, stress_records: int, verdict_run
             "stress_vcpus": guest.STRESS_SMP,
             "units": "printk and ringbuffer figures: guest virtual time (-icount), ns unless "
                      "said; time to verdict: host wall seconds"}
+    diffs = diff.measure()
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report.to_json(figs["vanilla"], figs["patched"], meta, times))
+    out.write_text(report.to_json(figs["vanilla"], figs["patched"], meta, times, diffs))
     print(f"\nprintk bench, {meta['date']}, {meta['machine']}, backlog {lines} lines, "
           f"-icount shift {guest.ICOUNT_SHIFT} (virtual time)\n")
     print(report.table(figs["vanilla"], figs["patched"]))
     print(report.stress_table(figs["vanilla"], figs["patched"]))
     if times:
         print(report.verdict_table(times))
+    print(diff.table(diffs))
     print(f"JSON: {out}")
-    problems = report.check(figs["vanilla"], figs["patched"])
+    problems = report.check(figs["vanilla"], figs["patched"]) + diff.check(diffs)
     for p in problems:
         print(f"[bench] CHECK FAILED: {p}")
     if not problems:
         print("[bench] check: patched INFO p99 under the backlog at least "
               f"{report.P99_SPEEDUP_MIN}x lower than vanilla's, emergency line within "
-              f"{report.EMERGENCY_RATIO_MAX}x of its wire time")
+              f"{report.EMERGENCY_RATIO_MAX}x of its wire time, rig diff of two different "
+              f"500 KB boots under {diff.TARGET_S} s")
     return 1 if problems and do_check else 0

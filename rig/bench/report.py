@@ -75,10 +75,11 @@ def verdict_table(t: Dict) -> str:
 
 
 def to_json(v: FlavorFigures, p: FlavorFigures, meta: Dict,
-            time_to_verdict: Optional[Dict] = None) -> str:
+            time_to_verdict: Optional[Dict] = None, rig_diff: Optional[Dict] = None) -> str:
     return json.dumps({"meta": meta, "vanilla": dataclasses.asdict(v),
                        "patched": dataclasses.asdict(p), "check": check(v, p),
-                       "time_to_verdict": time_to_verdict or {}},
+                       "time_to_verdict": time_to_verdict or {},
+                       "rig_diff": rig_diff or {}},
                       indent=2) + "\n"
 
 

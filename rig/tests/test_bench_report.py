@@ -96,3 +96,16 @@ def test_verdict_table_gives_boot_scenario_and_suite_times():
     assert "median over 3 tests of each one's median of 5 runs | 3.20 s |" in text
     assert "| scenario suite, warm, 2 workers (median of 5 runs) | 270 s |" in text
     assert "| slowest: t3 | 27.5 s |" in text
+
+
+def test_rig_diff_bench_shapes_and_its_target():
+    from rig.bench import diff
+    d = diff.measure()
+    boots = d["different_boots"]
+    assert min(boots["bytes"]) >= diff.SIZE and boots["differences"] > 1000
+    assert d["changed_block"]["differences"] == diff.BLOCK
+    assert d["self"]["differences"] == 0 and "ratio_to_self" in boots
+    assert "two different boots" in diff.table(d)
+    slow = dict(d, different_boots=dict(boots, s=diff.TARGET_S + 0.5))
+    assert diff.check(slow)[0].startswith("rig diff of two different 500 KB boots took 2.50 s")
+    assert diff.check(dict(d, different_boots=dict(boots, s=0.1))) == []
