@@ -7,19 +7,11 @@ import re
 from dataclasses import dataclass
 from typing import List
 
-from rig import logparse, sidechannel
+from rig import crash, logparse, sidechannel
 from rig.machine import BootResult
 
-SPLAT_PATTERNS = [
-    (r"------------\[ cut here \]------------", "WARN/BUG splat"),
-    (r"\bWARNING: CPU: \d+", "WARN"),
-    (r"\bBUG: ", "BUG"),
-    (r"\bOops: ", "oops"),
-    (r"general protection fault", "general protection fault"),
-    (r"possible (recursive|circular) locking", "lockdep report"),
-    (r"\bCall Trace:", "backtrace"),
-    (r"Kernel panic - not syncing", "panic"),
-]
+# A stack trace without a headline rig.crash knows is still a splat.
+TRACE_RE = re.compile(r"\bCall [Tt]race:|------------\[ cut here \]------------")
 
 
 @dataclass
@@ -52,11 +44,14 @@ def console_lines_parse(result: BootResult) -> Check:
 
 
 def no_splat(result: BootResult) -> Check:
+    found = crash.first(result.console)
+    if found:
+        return Check("no WARN/BUG/lockdep splat", False,
+                     f"{found.title} (console line {found.lineno}: {found.headline[:120]!r})")
     for lineno, line in enumerate(logparse.split_lines(result.console), 1):
-        for pattern, what in SPLAT_PATTERNS:
-            if re.search(pattern, line):
-                return Check("no WARN/BUG/lockdep splat", False,
-                             f"{what} at console line {lineno}: {line[:120]!r}")
+        if TRACE_RE.search(line):
+            return Check("no WARN/BUG/lockdep splat", False,
+                         f"backtrace at console line {lineno}: {line[:120]!r}")
     return Check("no WARN/BUG/lockdep splat", True, "none found")
 
 
