@@ -115,6 +115,11 @@ def cmd_diff(args) -> int:
                         colour, sys.stdout)
 
 
+def cmd_parse(args) -> int:
+    from rig import logcheck
+    return logcheck.main(args.log, args.json)
+
+
 def cmd_replay(args) -> int:
     from rig import replay
     try:
@@ -268,6 +273,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="match on the exact text: do not mask addresses, pids and hashes")
     d.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     d.set_defaults(func=cmd_diff)
+
+    pa = sub.add_parser("parse", help="judge a saved kernel log on its own",
+                        description="What a saved kernel log (a file, '-', xz or gzip data, or "
+                                    "a run directory's console.log) shows on its own: console "
+                                    "lines parse, crash headlines with their titles, dropped "
+                                    "records, and, described, the CPU field, cut lines and "
+                                    "emergency lines. Exit 0 all hold, 1 one does not, 2 bad "
+                                    "input.")
+    pa.add_argument("log")
+    pa.add_argument("--json", action="store_true", help="print the result as JSON")
+    pa.set_defaults(func=cmd_parse)
 
     rp = sub.add_parser("replay", help="run a recorded boot again and compare its evidence",
                         description="Re-run the boot recorded in a run directory's "

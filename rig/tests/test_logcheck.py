@@ -1,0 +1,45 @@
+"""rig parse on the rig's real captures (rig/tests/data)."""
+import io
+import json
+from pathlib import Path
+
+from rig import logcheck
+
+DATA = Path(__file__).parent / "data"
+
+
+def run(path, as_json=False, stdin=None):
+    out = io.StringIO()
+    code = logcheck.main(str(path), as_json, out, stdin=stdin)
+    return code, out.getvalue()
+
+
+def test_a_clean_boot_passes():
+    code, text = run(DATA / "vanilla-boot.console.xz")
+    assert code == 0 and "PASS console lines parse: 191 kernel lines" in text
+    assert "PASS no crash: no crash headline" in text
+
+
+def test_an_oops_fails_with_its_title_and_the_cpu_field_is_described():
+    code, text = run(DATA / "patched-oops.console.xz")
+    assert code == 1
+    assert ("FAIL no crash: BUG: unable to handle kernel NULL pointer dereference in crash_now "
+            "(line 185)") in text
+    assert "info CPU field: 228 of 228 records: CPU 0: 118, CPU 1: 110" in text
+    assert "info cut lines: 4 lines cut short, 3 replay lines" in text
+
+
+def test_dropped_records_fail_and_json_says_so():
+    code, text = run(DATA / "patched-s9-flood-a.console.xz", as_json=True)
+    got = json.loads(text)
+    assert code == 1 and got["ok"] is False
+    dropped = next(p for p in got["properties"] if p["name"] == "no dropped records")
+    assert dropped["ok"] is False and "dropped lines" in dropped["detail"]
+
+
+def test_stdin_and_bad_input(capsys):
+    boot = (DATA / "patched-boot-takeover.console").read_bytes()
+    code, text = run("-", stdin=io.BytesIO(boot))
+    assert code == 0 and text.startswith("<stdin>:")
+    code, _ = run(DATA / "no-such.log")
+    assert code == 2 and "no such file" in capsys.readouterr().err
