@@ -86,8 +86,13 @@ demo: build
 # a real-time boot holds the host alone (rig/hostshare.py).
 WORKERS ?= $(shell nproc)
 
+# Every run leaves its results where CI reads them: JUnit XML, KTAP and JSON.
+JUNIT ?= runs/junit.xml
+
 test: build tools-check libvirtd
-	@$(PYTEST) -v -n $(WORKERS) $(PYTEST_ARGS)
+	@mkdir -p $(dir $(JUNIT)); status=0; \
+	$(PYTEST) -v -n $(WORKERS) --junitxml=$(JUNIT) $(PYTEST_ARGS) || status=$$?; \
+	$(RIG) results $(JUNIT) || status=$$((status ? status : 2)); exit $$status
 
 unit: deps tools-check
 	@$(PYTEST) -v rig/tests -m "not boots and not builds" $(PYTEST_ARGS)

@@ -120,6 +120,11 @@ def cmd_parse(args) -> int:
     return logcheck.main(args.log, args.json)
 
 
+def cmd_results(args) -> int:
+    from rig import results
+    return results.main(args.junit, args.out or "")
+
+
 def cmd_replay(args) -> int:
     from rig import replay
     try:
@@ -284,6 +289,15 @@ def build_parser() -> argparse.ArgumentParser:
     pa.add_argument("log")
     pa.add_argument("--json", action="store_true", help="print the result as JSON")
     pa.set_defaults(func=cmd_parse)
+
+    rs = sub.add_parser("results", help="KTAP and JSON results from a pytest JUnit XML",
+                        description="Write results.ktap (KTAP version 1: ERROR, SKIP and XFAIL "
+                                    "directives, read by the kernel's kunit.py parse) and "
+                                    "results.json next to a pytest JUnit XML file; `make test` "
+                                    "does it for runs/junit.xml.")
+    rs.add_argument("junit")
+    rs.add_argument("--out", help="directory to write to (default: the JUnit file's)")
+    rs.set_defaults(func=cmd_results)
 
     rp = sub.add_parser("replay", help="run a recorded boot again and compare its evidence",
                         description="Re-run the boot recorded in a run directory's "
