@@ -2,9 +2,10 @@
 
 A test's verdict is reduced to whether its property held: passed is PASS,
 a failure is FAIL, an error (the test itself broke, or the boot did) ERROR,
-skipped SKIP, and a strict xfail a FAIL (the property does not hold, as
+skipped SKIP, and a strict xfail XFAIL (the property does not hold, as
 expected for that kernel). The change then regressed a test that held on
-base and not on head, fixed one that went the other way, and left the rest.
+base and not on head, or one that only head has and that fails there; fixed
+one that went the other way, and left the rest.
 """
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Dict, List, Optional
 from rig.junit import failure_messages, verdicts, wall_times
 
 STATUS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP",
-          "xfailed": "FAIL"}
+          "xfailed": "XFAIL"}
 
 # Kinds of change, in the order a report lists them.
 REGRESSED, FIXED, FAILS_ON_BOTH, PASSES, SKIPPED, ONLY_BASE, ONLY_HEAD = (
@@ -46,12 +47,14 @@ class Change:
 
 def held(status: Optional[str]) -> Optional[bool]:
     """Did the property hold? None when the test did not judge it."""
-    return {"PASS": True, "FAIL": False, "ERROR": False}.get(status)
+    return {"PASS": True, "FAIL": False, "ERROR": False, "XFAIL": False}.get(status)
 
 
 def kind_of(base: Optional[str], head: Optional[str]) -> str:
     if base is None:
-        return ONLY_HEAD
+        # A new test that fails on head is the change's failure; an expected
+        # one (a strict xfail) says what that kernel lacks.
+        return REGRESSED if head in ("FAIL", "ERROR") else ONLY_HEAD
     if head is None:
         return ONLY_BASE
     before, after = held(base), held(head)

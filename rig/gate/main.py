@@ -15,8 +15,9 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 from rig import paths
 from rig.build import artifacts, custom
@@ -90,11 +91,30 @@ def parse_args(argv):
     head.add_argument("--patch", type=Path, help="the change as a patch file onto --base")
     p.add_argument("--series", action="store_true",
                    help="apply kernel-patches/series onto both before building")
+    p.add_argument("--repo-url",
+                   help="the tree's public https:// or git:// URL for the KCIDB output "
+                        "(default: its origin remote, if that is one)")
     p.add_argument("--out", type=Path,
                    help="where the results go (default runs/gate-<time>)")
     p.add_argument("pytest_args", nargs="*",
                    help="after --: the tests to run and pytest options (default: scenarios)")
     return p.parse_args(argv)
+
+
+URL_RE = re.compile(r"^(https|git)://\S+$")
+
+
+def repo_url(tree: Path, given: Optional[str]) -> str:
+    """The URL KCIDB wants: given, or the tree's origin remote if it is an
+    https:// or git:// URL; else none (a local path is not one)."""
+    if given:
+        if not URL_RE.match(given):
+            raise GateError(f"--repo-url {given}: not an https:// or git:// URL")
+        return given
+    got = subprocess.run(["git", "-C", str(tree), "remote", "get-url", "origin"],
+                         capture_output=True, text=True)
+    url = got.stdout.strip()
+    return url if got.returncode == 0 and URL_RE.match(url) else ""
 
 
 def gate(args) -> int:
@@ -114,7 +134,8 @@ def gate(args) -> int:
         begun = now()
         manifest = source.build(rev, args.series)
         sides.append(formats.Side(rev.label, rev.name, rev.commit, rev.patch_sha256,
-                                  str(rev.path), manifest, started=begun))
+                                  str(rev.path), manifest, started=begun,
+                                  repo_url=repo_url(args.tree, args.repo_url)))
     for side in sides:          # both boot before either runs the suite: fail fast
         use_kernel(side.build)
         smoke_boot(side, out)
@@ -124,7 +145,7 @@ def gate(args) -> int:
     config = "tinyconfig + kernel-patches/rig.config" + (
         " + kernel-patches/series" if args.series else "")
     res = formats.GateResult(sides[0], sides[1], compare(sides[0].suite, sides[1].suite),
-                             config, started)
+                             config, started, run_id=f"{out.name}-{uuid.uuid4().hex[:8]}")
     written = formats.write_all(res, out)
     print(formats.summary(res), end="")
     print("[gate] wrote " + ", ".join(written.values()))

@@ -6,7 +6,9 @@ comment change passes (exit 0); a head that panics at boot cannot be judged
 import json
 import subprocess
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
+import jsonschema
 import pytest
 
 from rig import paths
@@ -50,7 +52,9 @@ def test_a_comment_change_passes_the_gate(tmp_path):
     assert proc.returncode == 0, f"gate exit {proc.returncode}:\n{proc.stderr[-2000:]}"
     assert "verdict: no regression" in (tmp_path / "summary.txt").read_text()
     kcidb = json.loads((tmp_path / "kcidb.json").read_text())
-    assert [c.get("patchset_hash") is not None for c in kcidb["checkouts"]] == [False, True]
+    assert [c["patchset_hash"] != "" for c in kcidb["checkouts"]] == [False, True]
+    schema = json.loads((Path(__file__).parent / "data" / "kcidb-v04_03.schema.json").read_text())
+    jsonschema.validate(kcidb, schema, format_checker=jsonschema.FormatChecker())
 
 
 def test_a_head_that_does_not_boot_cannot_be_judged(tmp_path):

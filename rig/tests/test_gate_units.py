@@ -1,10 +1,13 @@
 """ci/gate without kernel builds: the verdict comparison, the JUnit, KTAP and
 KCIDB writers, and the errors for a bad tree, revision or patch."""
+import hashlib
 import json
 import re
 import subprocess
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
+import jsonschema
 import pytest
 
 from rig.gate import formats
@@ -12,7 +15,10 @@ from rig.gate.compare import (FAILS_ON_BOTH, FIXED, ONLY_HEAD, PASSES, REGRESSED
                               SuiteResult, compare, kind_of)
 from rig.gate.main import EXIT_CANNOT, main
 from rig.gate.source import GateError, Revision, check_patch_applies, resolve
+from rig.gate.formats import ktap_name
 from rig.junit import verdicts
+
+DATA = Path(__file__).parent / "data"
 
 S2 = "scenarios.test_s02_cpu_tagging::test_emergency_cpu[custom]"
 S9 = "scenarios.test_s09_flood_no_loss::test_flood[custom]"
@@ -47,7 +53,10 @@ def test_kinds_follow_whether_the_property_held():
     assert kind_of("FAIL", "ERROR") == FAILS_ON_BOTH
     assert kind_of("PASS", "PASS") == PASSES
     assert kind_of("PASS", "SKIP") == SKIPPED
-    assert kind_of(None, "FAIL") == ONLY_HEAD
+    assert kind_of(None, "FAIL") == REGRESSED          # a new test that fails on head
+    assert kind_of(None, "ERROR") == REGRESSED
+    assert kind_of(None, "XFAIL") == ONLY_HEAD         # says what that kernel lacks
+    assert kind_of(None, "PASS") == ONLY_HEAD
 
 
 def test_compare_lists_regressions_first_with_heads_message():
@@ -65,7 +74,7 @@ def test_xfail_is_a_property_that_did_not_hold(tmp_path):
                      '<testcase classname="a" name="u"><error message="boot hung"/></testcase>'
                      '</testsuite></testsuites>')
     res = SuiteResult.read(junit)
-    assert res.status == {"a::t": "FAIL", "a::u": "ERROR"}
+    assert res.status == {"a::t": "XFAIL", "a::u": "ERROR"}
     assert res.message["a::u"] == "boot hung"
 
 
@@ -80,9 +89,17 @@ def test_summary_names_the_regressed_property():
 def test_junit_fails_only_the_regressions(tmp_path):
     (tmp_path / "gate.xml").write_bytes(formats.junit(result()))
     v = verdicts(tmp_path / "gate.xml")
-    assert v == {S2: "failed", S9: "skipped", BOOT: "passed", S13: "passed"}
+    # A test that fails on both ran: it passes the gate, which asks whether
+    # the change broke it.
+    assert v == {S2: "failed", S9: "passed", BOOT: "passed", S13: "passed"}
     case = ET.parse(tmp_path / "gate.xml").getroot().find(".//failure")
     assert "regressed (base PASS, head FAIL)" in case.get("message")
+    # An error on head is an error, and counted as one.
+    errored = result(head=suite({**HEAD.status, S2: "ERROR"}, HEAD.message))
+    root = ET.fromstring(formats.junit(errored))
+    assert root.find("testsuite").get("errors") == "1"
+    assert root.find("testsuite").get("failures") == "0"
+    assert root.find(".//error").get("message").startswith("regressed (base PASS, head ERROR)")
 
 
 def parse_ktap(text):
@@ -108,11 +125,51 @@ def test_ktap_nests_base_head_and_gate():
     gate = subtests["gate"]
     assert gate[:3] == ["KTAP version 1", "# Subtest: gate", "1..4"]
     assert f"not ok 1 {S2}" in gate
-    assert f"ok 3 {S9} # SKIP fails on both" in gate
-    assert "# regressed: /dev/kmsg record seq 199 has CPU field 0, the module printed it on " \
-        "CPU 1" in gate
+    assert f"ok 3 {S9}" in gate
+    assert "# fails on both (base FAIL, head FAIL): 3 INFO records missing" in gate
+    assert "# regressed (base PASS, head FAIL): /dev/kmsg record seq 199 has CPU field 0, the " \
+        "module printed it on CPU 1" in gate
     top, _ = parse_ktap(formats.ktap(result(base=BASE, head=BASE)))
     assert top[2] == (True, "gate")
+
+
+def test_ktap_directives_for_errors_xfails_and_new_tests():
+    new = "scenarios.test_new::test_new[custom]"
+    head = suite({**HEAD.status, BOOT: "ERROR", S13: "XFAIL", new: "FAIL"},
+                 {**HEAD.message, BOOT: "boot hung in phase kernel", new: "new check fails",
+                  S13: "custom: lacks it"})
+    _, subtests = parse_ktap(formats.ktap(result(head=head)))
+    side = subtests["head_hhhhhhhhhhhh"]
+    assert any(ln.endswith(f"{ktap_name(BOOT)} # ERROR boot hung in phase kernel") and
+               ln.startswith("not ok") for ln in side)
+    assert any(ln.endswith(f"{ktap_name(S13)} # XFAIL custom: lacks it") and ln.startswith("ok")
+               for ln in side)
+    gate = subtests["gate"]
+    assert any(ln.startswith("not ok") and ln.endswith(ktap_name(new)) for ln in gate)
+
+
+def test_kcidb_validates_against_the_v4_3_schema():
+    schema = json.loads((DATA / "kcidb-v04_03.schema.json").read_text())
+    res = result()
+    res.head.commit, res.head.patch_sha256 = "c" * 40, "a" * 64
+    res.head.repo_url = "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git"
+    data = json.loads(json.dumps(formats.kcidb(res)))
+    jsonschema.validate(data, schema, format_checker=jsonschema.FormatChecker())
+    head = data["checkouts"][1]
+    # KCIDB's definition: the sha256 of each patch's newline-terminated sha256.
+    assert head["patchset_hash"] == hashlib.sha256(("a" * 64 + "\n").encode()).hexdigest()
+    assert data["checkouts"][0]["patchset_hash"] == ""
+    assert "git_repository_url" not in data["checkouts"][0]       # a local tree has none
+    assert all(t["environment"]["comment"].startswith("QEMU x86_64") for t in data["tests"])
+    # Ids are unique per run.
+    other = formats.GateResult(res.base, res.head, res.changes, res.config, res.started,
+                               run_id="another")
+    assert not {c["id"] for c in data["checkouts"]} & {
+        c["id"] for c in formats.kcidb(other)["checkouts"]}
+    # A field the schema forbids is caught: the local path as the repository URL.
+    res.base.repo_url = "/src/linux"
+    with pytest.raises(jsonschema.ValidationError, match="does not match"):
+        jsonschema.validate(formats.kcidb(res), schema)
 
 
 def test_kcidb_has_checkouts_builds_and_tests():
