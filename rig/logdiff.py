@@ -268,6 +268,7 @@ def compare(a: Log, b: Log, ts_tolerance_s: Optional[float] = None) -> List[Diff
             changed += found
         missing += olds
         extra += news
+    missing, extra = name_the_right_line(pairs, missing, extra)
     # A record on both lists moved: pair them up in order, per text.
     waiting = defaultdict(list)
     for r in extra:
@@ -333,6 +334,41 @@ def candidates(i: int, ra: Record, n_old: int, news: List[Record], by_head) -> L
     k = bisect.bisect_left(same, near)
     found.update(same[max(0, k - SIMILAR_WINDOW):k + SIMILAR_WINDOW])
     return sorted(found, key=lambda j: (abs(j - near), j))
+
+
+# How far along the matched records a masked twin of a missing or extra
+# record is looked for.
+TWIN_REACH = 32
+
+
+def name_the_right_line(pairs: List[Tuple[Record, Record]], missing: List[Record],
+                        extra: List[Record]) -> Tuple[List[Record], List[Record]]:
+    """Masking can make neighbouring records equal ("foo+0x<off>/0x<size>",
+    raw stack words), and the alignment then pairs the twins in order and
+    calls the last one missing or extra, whichever of them it was. Where the
+    other side holds a missing record's exact text in a pair whose A record
+    differs from it, the pair is the missing record's: the other twin is the
+    one that is missing. The same for extra records."""
+    missing, extra = list(missing), list(extra)
+    for lost, side in ((missing, 0), (extra, 1)):
+        lines = [p[side].lineno for p in pairs]      # in order on either side
+        for k in range(len(lost)):
+            # A run of twins shifts one place per swap: swap until none fits.
+            for _ in range(2 * TWIN_REACH):
+                rec = lost[k]
+                start = bisect.bisect_left(lines, rec.lineno)
+                near = range(max(0, start - TWIN_REACH), min(len(pairs), start + TWIN_REACH))
+                for n in sorted(near, key=lambda n: abs(n - start)):
+                    mine, theirs = pairs[n][side], pairs[n][1 - side]
+                    if (mine.key == rec.key and mine.text != theirs.text
+                            and rec.text == theirs.text):
+                        pairs[n] = (rec, theirs) if side == 0 else (theirs, rec)
+                        lines[n] = rec.lineno
+                        lost[k] = mine
+                        break
+                else:
+                    break
+    return missing, extra
 
 
 def pair_similar(olds: List[Record], news: List[Record], cutoff: float = 0.6):

@@ -466,3 +466,21 @@ def test_real_inputs_exit_codes(tmp_path, capsys):
             err = capsys.readouterr().err
             assert (not msg and not err) or (err.startswith(f"rig diff: {path}") and msg in err), err
 
+
+
+@pytest.mark.parametrize("name", CONSOLES)
+def test_a_removed_line_is_named_even_among_masked_twins(name):
+    # Every line removed in turn from a real log: the report names that line,
+    # also where masking makes it equal to a neighbour (stack words, code
+    # offsets).
+    data = console(name)
+    log = logdiff.parse("A", data)
+    twins = [r for i, r in enumerate(log.records)
+             if any(o.key == r.key and o.text != r.text
+                    for o in log.records[max(0, i - 3):i + 4] if o is not r)]
+    lines = data.split(b"\n")
+    for rec in twins:
+        cut = b"\n".join(lines[:rec.lineno - 1] + lines[rec.lineno:])
+        res = logdiff.compare(log, logdiff.parse("B", cut))
+        named = [d.a_line for d in res if d.kind == "missing"]
+        assert named == [rec.lineno], (rec.raw, [d.detail for d in res][:3])
