@@ -69,6 +69,16 @@ def failed_step_reason(console_text: str) -> str:
     return "; ".join(why[-2:] + [lines[at]])
 
 
+def crash_note(console_text: str) -> str:
+    """The first crash headline the console shows, by its title (rig.crash):
+    what a hang or a panic came from, when the kernel said so."""
+    from rig import crash
+    found = [c for c in crash.find(console_text.encode("utf-8", "replace"))
+             if c.kind != "panic"]      # the banner is in the detail already
+    return (f"; first crash: {found[0].title} (console line {found[0].lineno})"
+            if found else "")
+
+
 def classify(exit_status: Optional[int], term_signal: Optional[int], hung_phase: Optional[str],
              last_phase: Optional[str], qmp_events: List[Dict[str, Any]],
              console_text: str) -> Outcome:
@@ -82,7 +92,7 @@ def classify(exit_status: Optional[int], term_signal: Optional[int], hung_phase:
         cls = "panic" if panicked else "hang"
         detail = (f"kernel panicked and QEMU did not exit: stuck in phase {hung_phase}"
                   if panicked else f"guest hung in phase {hung_phase}")
-        return Outcome(cls, detail, phase=hung_phase, events=names)
+        return Outcome(cls, detail + crash_note(console_text), phase=hung_phase, events=names)
     if term_signal is not None:
         try:
             sig = signal.Signals(term_signal).name
@@ -104,7 +114,7 @@ def classify(exit_status: Optional[int], term_signal: Optional[int], hung_phase:
         banner = next((ln.strip() for ln in console_text.splitlines() if PANIC_BANNER in ln), "")
         return Outcome("panic", "kernel panicked" + (" (pvpanic event)" if "GUEST_PANICKED"
                                                     in names else " (console banner)")
-                       + (f": {banner}" if banner else ""),
+                       + (f": {banner}" if banner else "") + crash_note(console_text),
                        phase=last_phase, exit_status=exit_status, events=names)
     if exit_status == 0:
         why = ", ".join(r for r in shutdown_reasons if r) or "no SHUTDOWN event seen"

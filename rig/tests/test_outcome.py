@@ -54,3 +54,18 @@ def test_signal_or_own_error_status_is_qemu_crash():
 
 def test_json_has_class_key():
     assert cls(exit_status=(RIG_EXIT_OK << 1) | 1).to_json()["class"] == "clean"
+
+
+def test_hang_and_panic_name_the_first_crash_by_its_title():
+    stall = ("[    1.000000] ok\n[   22.000000] rcu: INFO: rcu_preempt detected stalls on "
+             "CPUs/tasks:\n[   22.000001]  spin_forever+0x10/0x20\n")
+    o = cls(hung_phase="exit", console_text=stall)
+    assert o.cls == "hang" and o.detail == ("guest hung in phase exit; first crash: INFO: rcu "
+                                            "detected stall in spin_forever (console line 2)")
+    oops = ("[    2.000000] BUG: kernel NULL pointer dereference, address: 0000000000000000\n"
+            "[    2.000001] RIP: 0010:crash_now+0x43/0x4d [rigprintk]\n"
+            "[    2.000002] Kernel panic - not syncing: Fatal exception\n")
+    o = cls(exit_status=0, console_text=oops)
+    assert o.cls == "panic" and o.detail.endswith(
+        "Fatal exception; first crash: BUG: unable to handle kernel NULL pointer dereference in "
+        "crash_now (console line 1)")
