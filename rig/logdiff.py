@@ -91,14 +91,14 @@ def read(path, stdin=None) -> Tuple[str, bytes]:
     if str(path) == "-":
         return "<stdin>", decompress("<stdin>", (stdin or sys.stdin.buffer).read())
     path = Path(path)
-    if path.is_dir():
-        path = path / "console.log"
-    if not path.exists():
-        raise DiffInputError(f"{path}: no such file (give a log file or a run directory "
-                             f"with console.log)")
     try:
+        if path.is_dir():
+            path = path / "console.log"
+        if not path.exists():
+            raise DiffInputError(f"{path}: no such file (give a log file or a run directory "
+                                 f"with console.log)")
         data = path.read_bytes()
-    except OSError as e:
+    except OSError as e:      # also where a directory on the way may not be searched
         raise DiffInputError(f"{path}: cannot be read: {e.strerror or e}") from e
     return str(path), decompress(str(path), data)
 

@@ -43,3 +43,26 @@ def test_stdin_and_bad_input(capsys):
     assert code == 0 and text.startswith("<stdin>:")
     code, _ = run(DATA / "no-such.log")
     assert code == 2 and "no such file" in capsys.readouterr().err
+
+
+def test_an_unreadable_log_is_named(tmp_path):
+    # Root reads any file: the harness asks as an unprivileged user.
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from rig import paths
+    if shutil.which("runuser") is None:
+        raise AssertionError("runuser (util-linux) is missing: run `make deps`")
+    where = tmp_path / "open"
+    where.mkdir()
+    os.chmod(tmp_path, 0o755)
+    os.chmod(where, 0o755)
+    secret = where / "secret.log"
+    secret.write_bytes(b"[    1.000000] x\n")
+    secret.chmod(0)
+    for cmd in (["parse", str(secret)], ["diff", str(secret), str(secret)]):
+        got = subprocess.run(["runuser", "-u", "nobody", "--", sys.executable, "-m", "rig", *cmd],
+                             cwd=paths.REPO, capture_output=True, text=True)
+        assert got.returncode == 2 and f"{secret}: cannot be read: Permission denied" in \
+            got.stderr, got.stderr
