@@ -90,7 +90,7 @@ WORKERS ?= $(shell nproc)
 JUNIT ?= runs/junit.xml
 
 test: build tools-check libvirtd
-	@mkdir -p $(dir $(JUNIT)); status=0; \
+	@mkdir -p $(dir $(JUNIT)); rm -f $(JUNIT); status=0; \
 	$(PYTEST) -v -n $(WORKERS) --junitxml=$(JUNIT) $(PYTEST_ARGS) || status=$$?; \
 	$(RIG) results $(JUNIT) || status=$$((status ? status : 2)); exit $$status
 

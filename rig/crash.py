@@ -30,7 +30,7 @@ FRAME_RE = re.compile(r"^\s*(?:\[<[0-9a-f]+>\]\s*)?(\?\s+)?([A-Za-z_][\w.]*)\+0x
 
 # Frames of the reporting machinery, not of the code that crashed.
 REPORTING = re.compile(
-    r"^(?:dump_stack\w*|__dump_stack|show_stack|show_trace_log_lvl|show_regs|"
+    r"^(?:__asan_\w+|dump_stack\w*|__dump_stack|show_stack|show_trace_log_lvl|show_regs|"
     r"print_\w+|__warn\w*|warn_\w+|report_bug|handle_bug|exc_\w+|asm_exc_\w+|"
     r"do_error_trap|do_trap|do_int3\w*|fixup_bug|die\w*|oops_\w+|__die\w*|panic\w*|"
     r"kasan_\w+|__kasan_\w+|kmsan_\w+|__msan_\w+|kfence_\w+|ubsan_\w+|__ubsan_\w+|"
@@ -92,14 +92,19 @@ def function_after(texts: List[str], start: int, rip_first: bool) -> Optional[st
                 return m.group(1)
     for t in window:
         m = FRAME_RE.match(t)
-        if m and not m.group(1) and not REPORTING.match(m.group(2)):
-            return m.group(2)
+        if m and not m.group(1) and not REPORTING.match(plain(m.group(2))):
+            return plain(m.group(2))
     if not rip_first:
         for t in window:
             m = RIP_RE.search(t)
             if m:
                 return m.group(1)
     return None
+
+
+def plain(fn: str) -> str:
+    """A function's name without the compiler's suffixes (foo.part.0, foo.cold)."""
+    return re.sub(r"\.(?:part|isra|constprop|cold|lto_priv)(?:\.\d+)*$", "", fn)
 
 
 def access_after(texts: List[str], start: int) -> str:
@@ -138,7 +143,7 @@ def warning(m: re.Match, texts: List[str], i: int) -> str:
 # (headline pattern, kind, title). The first pattern that matches a line wins;
 # specific ones come before general ones.
 HEADLINES = [
-    (r"^BUG: (?P<tool>KASAN|KFENCE|KMSAN|KCSAN): (?P<what>[\w-]+(?: [\w-]+)?)"
+    (r"^BUG: (?P<tool>KASAN|KFENCE|KMSAN|KCSAN): (?P<what>[\w-]+(?: (?!in\b)[\w-]+)?)"
      r"(?: in (?P<fn>[A-Za-z_][\w.]*))?", "sanitizer", kasan),
     (r"^UBSAN: (?P<what>[\w-]+) in ", "UBSAN", lambda m, t, i: f"UBSAN: {m.group('what')}"
      + _in(function_after(t, i, False))),
@@ -156,9 +161,9 @@ HEADLINES = [
      lambda m, t, i: "unregister_netdevice: waiting for DEV to become free"),
     (r"^WARNING: (?P<msg>.+?)(?: detected)?!?$", "WARNING",
      lambda m, t, i: f"WARNING: {m.group('msg')}" + _in(function_after(t, i, False))),
-    (r"^(?:[\w-]+ )?general protection fault", "general protection fault",
+    (r"^(?:Oops: )?(?:[\w-]+ )?general protection fault", "general protection fault",
      rip("general protection fault")),
-    (r"^divide[ _]error", "divide error", rip("divide error")),
+    (r"^(?:Oops: )?divide[ _]error", "divide error", rip("divide error")),
     (r"^(?:invalid opcode|kernel BUG at \S+)", "kernel BUG", rip("kernel BUG")),
     (r"^PANIC: double fault", "double fault", rip("PANIC: double fault")),
     (r"^BUG: (?:unable to handle kernel NULL pointer dereference|kernel NULL pointer "

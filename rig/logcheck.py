@@ -33,8 +33,18 @@ class Property:
 def judge(data: bytes) -> List[Property]:
     transcript = logparse.parse_transcript(data)
     log = logdiff.parse("log", data)
+    kmsg = logdiff.is_kmsg_dump(logparse.split_lines(data))
     out = []
-    if transcript.unparsed:
+    if kmsg:
+        # A /dev/kmsg dump: records, not console lines; its texts hold the crashes.
+        out.append(Property("console lines parse", bool(log.records),
+                            f"a /dev/kmsg dump of {len(log.records)} records"))
+        data = "\n".join(r.text for r in log.records).encode()
+    elif not transcript.lines and not transcript.unparsed:
+        out.append(Property("console lines parse", False,
+                            "no kernel log line in it (expected lines like "
+                            "'[    1.234567] text', or a /dev/kmsg dump)"))
+    elif transcript.unparsed:
         bad = transcript.unparsed[0]
         out.append(Property("console lines parse", False,
                             f"{len(transcript.unparsed)} of "

@@ -327,13 +327,17 @@ def head(key: str) -> str:
     return " ".join(key.split(None, 2)[:2])
 
 
-def candidates(i: int, ra: Record, n_old: int, news: List[Record], by_head) -> List[int]:
+def candidates(i: int, rank: int, n_same_old: int, n_old: int, news: List[Record],
+               same: List[int]) -> List[int]:
+    """The new records near old record i's place, and those with its first two
+    words near its rank among the old records that have them: a block of
+    such records keeps its order when other records were added before it."""
     near = i * len(news) // max(n_old, 1)
     found = set(range(max(0, near - SIMILAR_WINDOW), min(len(news), near + SIMILAR_WINDOW + 1)))
-    same = by_head.get(head(ra.key), [])
-    k = bisect.bisect_left(same, near)
-    found.update(same[max(0, k - SIMILAR_WINDOW):k + SIMILAR_WINDOW])
-    return sorted(found, key=lambda j: (abs(j - near), j))
+    k = rank * len(same) // max(n_same_old, 1)
+    found.update(same[max(0, k - SIMILAR_WINDOW):k + SIMILAR_WINDOW + 1])
+    at = same[k] if k < len(same) else near
+    return sorted(found, key=lambda j: (min(abs(j - near), abs(j - at)), j))
 
 
 # How far along the matched records a masked twin of a missing or extra
@@ -392,13 +396,15 @@ def pair_similar(olds: List[Record], news: List[Record], cutoff: float = 0.6):
 def pair_nearby(olds: List[Record], news: List[Record], cutoff: float):
     """One pass: each old record with the most similar unused new candidate."""
     pairs, used = [], set()
-    by_head = defaultdict(list)
+    by_head, old_heads = defaultdict(list), Counter(head(r.key) for r in olds)
     for j, rb in enumerate(news):
         by_head[head(rb.key)].append(j)
+    ranks: Counter = Counter()
     matchers: Dict[int, difflib.SequenceMatcher] = {}    # one per new record, reused
     for i, ra in enumerate(olds):
+        h = head(ra.key)
         best, best_ratio = None, cutoff
-        for j in candidates(i, ra, len(olds), news, by_head):
+        for j in candidates(i, ranks[h], old_heads[h], len(olds), news, by_head.get(h, [])):
             if j in used:
                 continue
             # Nearest first: of equally similar records, the one in its place.
@@ -411,6 +417,7 @@ def pair_nearby(olds: List[Record], news: List[Record], cutoff: float):
             ratio = sm.ratio()
             if ratio > best_ratio or (best is None and ratio == best_ratio):
                 best, best_ratio = j, ratio
+        ranks[h] += 1
         if best is not None:
             used.add(best)
             pairs.append((ra, news[best]))
@@ -515,6 +522,10 @@ def format_text(res: Result, colour: bool) -> str:
 
 def main(path_a: str, path_b: str, as_json: bool, ts_tolerance_s: Optional[float],
          masked: bool, colour: bool, out) -> int:
+    if path_a == path_b == "-":
+        print("rig diff: both logs are '-': standard input holds one log; give the other "
+              "as a file", file=sys.stderr)
+        return 2
     try:
         res = diff_files(Path(path_a), Path(path_b), ts_tolerance_s, masked)
     except DiffInputError as e:

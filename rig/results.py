@@ -59,7 +59,7 @@ def ktap(status: Dict[str, str], messages: Dict[str, str], reasons: Dict[str, st
 def summary(status: Dict[str, str], messages: Dict[str, str], reasons: Dict[str, str],
             seconds: Dict[str, float]) -> Dict:
     return {"suite": SUITE, "counts": dict(sorted(Counter(status.values()).items())),
-            "ok": all(st not in ("failed", "error") for st in status.values()),
+            "ok": bool(status) and all(st not in ("failed", "error") for st in status.values()),
             "tests": {t: {"status": st, "seconds": round(seconds.get(t, 0.0), 3),
                           **({"message": messages[t]} if t in messages else {}),
                           **({"reason": reasons[t]} if t in reasons else {})}

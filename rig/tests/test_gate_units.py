@@ -231,3 +231,10 @@ def test_gate_exits_2_with_the_reason(tmp_path, small_repo, capsys):
     assert main(["--tree", str(small_repo), "--base", "HEAD", "--head", "nope",
                  "--out", str(tmp_path / "out")]) == EXIT_CANNOT
     assert "CANNOT JUDGE: --tree" in capsys.readouterr().err
+
+
+def test_a_new_test_skipped_on_head_is_skipped_in_junit(tmp_path):
+    new = "scenarios.test_new::test_new[custom]"
+    head = suite({**HEAD.status, new: "SKIP"}, HEAD.message)
+    (tmp_path / "gate.xml").write_bytes(formats.junit(result(head=head)))
+    assert verdicts(tmp_path / "gate.xml")[new] == "skipped"

@@ -66,3 +66,16 @@ def test_an_unreadable_log_is_named(tmp_path):
                              cwd=paths.REPO, capture_output=True, text=True)
         assert got.returncode == 2 and f"{secret}: cannot be read: Permission denied" in \
             got.stderr, got.stderr
+
+
+def test_a_log_without_kernel_lines_fails_and_kmsg_dumps_are_judged(tmp_path):
+    for name, data in (("empty.log", b""), ("text.log", b"hello\n")):
+        (tmp_path / name).write_bytes(data)
+        code, text = run(tmp_path / name)
+        assert code == 1 and "FAIL console lines parse: no kernel log line in it" in text
+    dump = tmp_path / "kmsg.dump"
+    dump.write_bytes(b"6,1,1000,-;ok\n4,2,2000,-;WARNING: CPU: 0 PID: 1 at kernel/foo.c:1 "
+                     b"foo+0x1/0x2\n")
+    code, text = run(dump)
+    assert code == 1 and "PASS console lines parse: a /dev/kmsg dump of 2 records" in text
+    assert "FAIL no crash: WARNING in foo (line 2)" in text

@@ -484,3 +484,8 @@ def test_a_removed_line_is_named_even_among_masked_twins(name):
         res = logdiff.compare(log, logdiff.parse("B", cut))
         named = [d.a_line for d in res if d.kind == "missing"]
         assert named == [rec.lineno], (rec.raw, [d.detail for d in res][:3])
+
+
+def test_both_logs_from_stdin_is_bad_input(capsys):
+    assert logdiff.main("-", "-", False, None, True, False, io.StringIO()) == 2
+    assert "both logs are '-'" in capsys.readouterr().err
