@@ -483,7 +483,7 @@ class Result:
         return {"a": {"path": self.a.name, "records": len(self.a.records)},
                 "b": {"path": self.b.name, "records": len(self.b.records)},
                 "equal": self.equal,
-                "counts": dict(Counter(d.kind for d in self.differences)),
+                "counts": dict(Counter(d.kind for d in self.differences if d.kind != "note")),
                 "differences": [asdict(d) for d in self.differences],
                 "unified_diff": self.diff_lines}
 

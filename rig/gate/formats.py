@@ -28,6 +28,9 @@ class Side:
     suite: Optional[SuiteResult] = None
     started: str = ""             # ISO 8601, when its build began
     repo_url: str = ""            # the tree's https:// or git:// URL, if it has one
+    # sha256 of every patch applied onto the commit, in order (its own patch,
+    # then kernel-patches/series with --series); None: just patch_sha256
+    patches: Optional[List[str]] = None
 
 
 @dataclass
@@ -182,6 +185,7 @@ def patchset_hash(patch_sha256s: List[str]) -> str:
 # KCIDB statuses; a strict xfail is a FAIL the test expected (misc says so).
 KCIDB_STATUS = {"PASS": "PASS", "FAIL": "FAIL", "ERROR": "ERROR", "SKIP": "SKIP",
                 "XFAIL": "FAIL"}
+# The machine the gate boots: pytest's defaults (rig.pytest_plugin), TCG.
 ENVIRONMENT = {"comment": "QEMU x86_64 (the rig's build, with the instrumented rig-serial "
                           "UART), 2 vCPUs",
                "misc": {"machine": "pc", "cpu": "qemu64", "vcpus": 2}}
@@ -195,8 +199,9 @@ def kcidb(res: GateResult) -> dict:
         checkout_id = f"{ORIGIN}:{res.run_id}-{side.label}-{side.name}"
         checkout = {"id": checkout_id, "origin": ORIGIN,
                     "git_commit_hash": side.commit, "start_time": side.started or res.started,
-                    "patchset_hash": patchset_hash([side.patch_sha256] if side.patch_sha256
-                                                   else []),
+                    "patchset_hash": patchset_hash(
+                        side.patches if side.patches is not None
+                        else [side.patch_sha256] if side.patch_sha256 else []),
                     "valid": True, "misc": {"gate_side": side.label, "tree": side.repo}}
         if side.repo_url:
             checkout["git_repository_url"] = side.repo_url

@@ -22,6 +22,9 @@ from typing import List, Optional
 from rig import paths
 from rig.build import artifacts, custom
 from rig.build.runner import BuildError, tail
+from rig.build.cache import sha256_file
+from rig.build.kernel import SERIES
+from rig.build.patching import read_series
 from rig.gate import formats, source
 from rig.gate.compare import SuiteResult, compare
 from rig.gate.source import GateError, Revision
@@ -130,12 +133,15 @@ def gate(args) -> int:
           flush=True)
     artifacts.qemu(build=True)
     sides = []
+    series_shas = ([sha256_file(p) for p in read_series(SERIES)] if args.series else [])
     for rev in (base, head):
         begun = now()
         manifest = source.build(rev, args.series)
         sides.append(formats.Side(rev.label, rev.name, rev.commit, rev.patch_sha256,
                                   str(rev.path), manifest, started=begun,
-                                  repo_url=repo_url(args.tree, args.repo_url)))
+                                  repo_url=repo_url(args.tree, args.repo_url),
+                                  patches=([rev.patch_sha256] if rev.patch_sha256 else [])
+                                  + series_shas))
     for side in sides:          # both boot before either runs the suite: fail fast
         use_kernel(side.build)
         smoke_boot(side, out)
