@@ -142,19 +142,25 @@ def pieces(raw: str) -> List[str]:
 
 
 def is_kmsg_dump(lines: List[str]) -> bool:
+    """Every record line is a /dev/kmsg record; the last may be cut short."""
     records = [ln for ln in lines if ln and not ln.startswith(" ")]
-    return bool(records) and all(KMSG_LINE_RE.match(ln) for ln in records)
+    return bool(records) and all(KMSG_LINE_RE.match(ln) for ln in records[:-1]) and \
+        (KMSG_LINE_RE.match(records[-1]) is not None or len(records) > 1)
 
 
 def parse_kmsg_dump(log: Log, lines: List[str], masked: bool) -> Log:
     for lineno, line in enumerate(lines, 1):
-        if not line or line.startswith(" "):
-            continue
+        if not line or line.startswith(" ") or not KMSG_LINE_RE.match(line):
+            continue        # continuation KEY=VALUE lines, a record cut short
         header, _, text = line.partition(";")
-        prio, _, ts, _, _ = logparse.parse_kmsg_header(header)
-        text = escape_controls(logparse.unescape(text))
-        log.records.append(Record(lineno, line, text, mask(text) if masked else text,
-                                  ts, prio & 7, None))
+        prio, _, ts, _, extra = logparse.parse_kmsg_header(header)
+        caller = next((f[len("caller="):] for f in extra if f.startswith("caller=")), "")
+        cpu = int(caller[1:]) if caller[:1] == "C" and caller[1:].isdigit() else None
+        # A record holding newlines is printed as that many console lines.
+        for part in logparse.unescape(text).split("\n"):
+            part = escape_controls(part)
+            log.records.append(Record(lineno, line, part, mask(part) if masked else part,
+                                      ts, prio & 7, cpu))
     return log
 
 

@@ -489,3 +489,12 @@ def test_a_removed_line_is_named_even_among_masked_twins(name):
 def test_both_logs_from_stdin_is_bad_input(capsys):
     assert logdiff.main("-", "-", False, None, True, False, io.StringIO()) == 2
     assert "both logs are '-'" in capsys.readouterr().err
+
+
+def test_kmsg_dump_records_with_newlines_callers_and_a_cut_last_line():
+    dump = b"6,1,1000,-,caller=C1;hello\\x0aworld\n6,2,2000,-,caller=T5;x\n6,3,30"
+    log = logdiff.parse("kmsg", dump)
+    assert [(r.text, r.cpu) for r in log.records] == [("hello", 1), ("world", 1), ("x", None)]
+    console = b"[    0.001000][    C1] hello\n[    0.001000][    C1] world\n[    0.002000][   T5] x\n"
+    got, res = kinds(dump, console)
+    assert got == ["note"] and "level only in A" in res[0].detail    # the console has none
