@@ -19,9 +19,7 @@ from rig import logparse
 # Lines after a headline searched for its function.
 REPORT_LINES = 120
 
-# util-linux dmesg --decode's "kern  :err   : " and syzkaller's caller field
-# after the timestamp: "[  12.345678][ T1234] ".
-DECODE_RE = re.compile(r"^[a-z0-9]+\s*:[a-z]+\s*: ")
+# syzkaller's caller field after the timestamp: "[  12.345678][ T1234] ".
 CALLER_RE = re.compile(r"^\[\s*[TC]\d+\]\s?")
 
 RIP_RE = re.compile(r"\b(?:RIP: [0-9a-f]{4}:|pc : |PC is at |IP: (?:\[<[0-9a-f]+>\] )?)"
@@ -57,9 +55,6 @@ class Crash:
     title: str         # e.g. "WARNING in foo_bar"
 
 
-# A record printed after other text on the same line: a login prompt, a
-# dropped marker, a line cut short by another CPU.
-MID_TS_RE = re.compile(r"\[\s*\d+\.\d{6}\]")
 # Older kernels framed some headlines: "[ INFO: inconsistent lock state ]".
 FRAMED_RE = re.compile(r"^\[ (.+?) \]$")
 
@@ -67,8 +62,10 @@ FRAMED_RE = re.compile(r"^\[ (.+?) \]$")
 def texts_of(raw: str) -> List[str]:
     """The texts of the records a line holds: one, or several when a record
     was printed after other text on the same line."""
-    raw = DECODE_RE.sub("", raw, count=1)
-    cuts = [m.start() for m in MID_TS_RE.finditer(raw) if m.start() > 0]
+    raw = logparse.DECODE_RE.sub("", raw, count=1)
+    # A record printed after other text on the same line: a login prompt, a
+    # dropped marker, a line cut short by another CPU.
+    cuts = [m.start() for m in logparse.TS_RE.finditer(raw) if m.start() > 0]
     return [text_of(part) for part in
             (raw[a:b] for a, b in zip([0] + cuts, cuts + [len(raw)])) if part.strip()]
 

@@ -18,9 +18,7 @@ from typing import List, Optional
 from rig import logdiff, logparse, paths
 
 GOLDEN_DIR_ENV = "RIG_GOLDEN_DIR"
-TS_RE = re.compile(r"\[\s*\d+\.\d{6}\]")
 ZERO_TS = "[    0.000000]"
-CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 HEADER = logdiff.COMMENT     # rig diff skips these lines
 
 
@@ -31,8 +29,8 @@ def golden_root() -> Path:
 
 
 def normalize_line(line: str) -> str:
-    line = TS_RE.sub(ZERO_TS, line)
-    return CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", logdiff.mask(line))
+    line = logparse.TS_RE.sub(ZERO_TS, line)
+    return logparse.escape_controls(logdiff.mask(line))
 
 
 def normalize(console: bytes) -> List[str]:

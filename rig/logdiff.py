@@ -29,11 +29,8 @@ from typing import Dict, List, Optional, Tuple
 
 from rig import logalign, logparse
 
-# util-linux `dmesg --decode`: "kern  :info  : [    1.234567] text"
-DECODE_RE = re.compile(r"^(?P<fac>[a-z0-9]+)\s*:(?P<lvl>[a-z]+)\s*: ")
 LEVELS = {"emerg": 0, "alert": 1, "crit": 2, "err": 3, "warn": 4, "notice": 5, "info": 6,
           "debug": 7}
-MID_LINE_TS_RE = re.compile(r"\[\s*\d+\.\d{6}\]")
 # A line cut short may end inside its prefix: "[    1.309" or "[    1.309000] 0".
 PARTIAL_PREFIX_RE = re.compile(r"^(?:<\d{0,3}>?)?(?:\[[\s\d.]*\]?)?(?:\[\s*[TC]?\d*\]?)?"
                                r"(?: ?\d{1,3}(?::(?: |$)|$))?")
@@ -80,8 +77,6 @@ def mask(text: str) -> str:
 
 
 XZ_MAGIC, GZ_MAGIC = b"\xfd7zXZ\x00", b"\x1f\x8b"
-# Control bytes other than tab are shown escaped, as the golden files do.
-CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def read(path, stdin=None) -> Tuple[str, bytes]:
@@ -116,8 +111,6 @@ def decompress(name: str, data: bytes) -> bytes:
     return data
 
 
-def escape_controls(raw: str) -> str:
-    return CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", raw)
 
 
 # Linux 4.x printed the dropped marker and the next record on one line.
@@ -133,9 +126,9 @@ def pieces(raw: str) -> List[str]:
     m = OLD_DROPPED_RE.match(raw)
     if m:
         return [m.group(1)] + pieces(raw[m.end():])
-    if DECODE_RE.match(raw) or logparse.CONSOLE_RE.match(raw):
+    if logparse.DECODE_RE.match(raw) or logparse.CONSOLE_RE.match(raw):
         return [raw]
-    m = MID_LINE_TS_RE.search(raw)
+    m = logparse.TS_RE.search(raw)
     if m and raw[:1] not in ("<", "["):
         return [p for p in (raw[:m.start()].rstrip(), raw[m.start():]) if p]
     return [raw]
@@ -158,7 +151,7 @@ def parse_kmsg_dump(log: Log, lines: List[str], masked: bool) -> Log:
         cpu = int(caller[1:]) if caller[:1] == "C" and caller[1:].isdigit() else None
         # A record holding newlines is printed as that many console lines.
         for part in logparse.unescape(text).split("\n"):
-            part = escape_controls(part)
+            part = logparse.escape_controls(part)
             log.records.append(Record(lineno, line, part, mask(part) if masked else part,
                                       ts, prio & 7, cpu))
     return log
@@ -169,7 +162,7 @@ def parse(name: str, data: bytes, masked: bool = True) -> Log:
     /dev/kmsg dump; lines that are no kernel record are records too. An empty
     log has no records: against another log that is a difference."""
     log = Log(name)
-    lines = [escape_controls(ln) for ln in logparse.split_lines(data)]
+    lines = [logparse.escape_controls(ln) for ln in logparse.split_lines(data)]
     if is_kmsg_dump(lines):
         return parse_kmsg_dump(log, lines, masked)
     entries = []
@@ -178,7 +171,7 @@ def parse(name: str, data: bytes, masked: bool = True) -> Log:
             continue
         for raw in pieces(whole):
             level = None
-            m = DECODE_RE.match(raw)
+            m = logparse.DECODE_RE.match(raw)
             if m and m.group("lvl") in LEVELS:
                 level, raw = LEVELS[m.group("lvl")], raw[m.end():]
             line = logparse.parse_console_line(lineno, raw)
@@ -200,7 +193,7 @@ def parse(name: str, data: bytes, masked: bool = True) -> Log:
         if line.lineno in fragments or cut_in_prefix(line):
             log.split.append((line.lineno, line.raw))
             continue
-        if MID_LINE_TS_RE.search(line.text):
+        if logparse.TS_RE.search(line.text):
             log.interleaved.append((line.lineno, line.text))
         cpu = line.cpu
         if cpu is None and line.caller and line.caller.startswith("C"):

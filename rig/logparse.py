@@ -12,6 +12,16 @@ CONSOLE_RE = re.compile(
     r" ?(?:(?P<cpu>\d{3}): )?"
     r"(?P<text>.*)$")
 DROPPED_RE = re.compile(r"^\*\* (\d+) printk messages dropped \*\*$")
+# util-linux `dmesg --decode`: "kern  :info  : [    1.234567] text"
+DECODE_RE = re.compile(r"^(?P<fac>[a-z0-9]+)\s*:(?P<lvl>[a-z]+)\s*: ")
+# A printk timestamp anywhere in a line (a record after other text on it).
+TS_RE = re.compile(r"\[\s*\d+\.\d{6}\]")
+# Control bytes other than tab, shown as \xNN by the rig's text outputs.
+CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def escape_controls(text: str) -> str:
+    return CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 # nbcon: a context that took a console over prints the interrupted record again.
 REPLAY_LINE = "** replaying previous printk message **"
 # How far back from a replay line the interrupted fragment may be: the lines in
