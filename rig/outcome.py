@@ -17,6 +17,8 @@ import signal
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
+from rig import crash
+
 # isa-debug-exit turns a guest write of v into QEMU exit status (v << 1) | 1.
 RIG_EXIT_OK = 0x10
 RIG_EXIT_FAIL = 0x11
@@ -72,7 +74,6 @@ def failed_step_reason(console_text: str) -> str:
 def crash_note(console_text: str) -> str:
     """The first crash headline the console shows, by its title (rig.crash):
     what a hang or a panic came from, when the kernel said so."""
-    from rig import crash
     found = [c for c in crash.find(console_text.encode("utf-8", "replace"))
              if c.kind != "panic"]      # the banner is in the detail already
     return (f"; first crash: {found[0].title} (console line {found[0].lineno})"
