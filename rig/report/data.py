@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from rig import checks, logparse, paths, sidechannel, uartlog
+from rig import checks, crash, logparse, paths, sidechannel, uartlog
 from rig.machine import BootResult
 from rig.outcome import Outcome
 from rig.rigprintk import MARK_RUN_BEGIN, parse_tag
@@ -105,6 +105,7 @@ def transcript_lines(run: RecordedRun, sections) -> List[dict]:
     t = logparse.parse_transcript(run.console)
     levels, emergency = kmsg_levels(sections), emergency_below(run, sections)
     cut = {frag.lineno for frag, _ in t.interrupted}
+    headlines = {c.lineno: c.title for c in crash.find(run.console)}
     out = [{"n": i + 1, "text": raw, "kind": "firmware"}
            for i, raw in enumerate(t.firmware)]
     for line in sorted(t.lines + t.unparsed, key=lambda ln: ln.lineno):
@@ -114,7 +115,7 @@ def transcript_lines(run: RecordedRun, sections) -> List[dict]:
                     "emergency": emergency is not None and level is not None
                     and level < emergency,
                     "cut": line.lineno in cut, "replay": line.replay,
-                    "dropped": line.dropped})
+                    "dropped": line.dropped, "crash": headlines.get(line.lineno)})
     return out
 
 
@@ -217,6 +218,7 @@ def gather(run_dir: Path, test_verdict: Optional[dict] = None) -> dict:
         "verdict": verdict(props, run.outcome.cls),
         # A run the test ended on purpose and judged right (a panic scenario).
         "expected_end": run.outcome.cls != "clean" and expects_end(test_verdict),
+        "crashes": [{"title": c.title, "line": c.lineno} for c in crash.find(run.console)],
         "lines": transcript_lines(run, sections),
         "timeline": timeline(log) if log is not None else None,
         "levels": LEVELS,

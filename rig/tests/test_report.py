@@ -66,6 +66,21 @@ def test_a_run_without_summary_takes_its_class_from_the_bundle(tmp_path):
     assert d["outcome"] == {"class": "hang", "detail": "run did not finish"}
 
 
+def test_the_crash_headlines_are_listed_and_marked_in_the_transcript(tmp_path):
+    run = real_s7_run(tmp_path)
+    (run / "console.log").write_bytes(lzma.decompress((DATA / "patched-oops.console.xz")
+                                                      .read_bytes()))
+    d = data.gather(run)
+    assert d["crashes"] == [
+        {"title": "BUG: unable to handle kernel NULL pointer dereference in crash_now",
+         "line": 185},
+        {"title": "Oops in crash_now", "line": 194}]
+    marked = {ln["n"]: ln for ln in d["lines"] if ln.get("crash")}
+    assert sorted(marked) == [185, 194]
+    assert "BUG: kernel NULL pointer dereference" in marked[185]["text"]
+    assert '<a href="#line-185">line 185</a>: BUG: unable to handle' in page.run_page(d)
+
+
 @pytest.mark.parametrize("cls", ["hang", "panic", "qemu-crash", "rig-error", "unknown"])
 def test_a_run_that_did_not_end_clean_is_never_a_pass(tmp_path, cls):
     run = real_s7_run(tmp_path)

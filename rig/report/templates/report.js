@@ -17,9 +17,11 @@ function drawTranscript() {
     const cls = [l.kind === "firmware" ? "fw" : "l" + (l.level == null ? 6 : l.level)];
     if (l.emergency) cls.push("em");
     if (l.cut) cls.push("cut");
+    if (l.crash) cls.push("crash");
     s.className = cls.join(" ");
     s.id = "line-" + l.n;
     if (l.level != null) s.title = D.levels[l.level] + (l.emergency ? " (emergency)" : "");
+    if (l.crash) s.title = l.crash;
     pre.appendChild(s);
   }
 }
