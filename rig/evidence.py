@@ -6,7 +6,8 @@ from typing import Dict, List, Optional, Tuple
 
 from rig import logparse, sidechannel, takeover, uartlog
 from rig.machine import BootResult
-from rig.rigprintk import MARK_AFTER, MARK_BEFORE, Tag, parse_tag
+from rig.protocol import MARK_AFTER, MARK_BEFORE
+from rig.rigprintk import Tag, parse_tag
 from rig.wire import WireLine, find_line, wire_lines
 
 

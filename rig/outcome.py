@@ -1,6 +1,6 @@
 """How a boot ended, in named classes the rest of the rig can assert on.
 
-clean        init ran every step and wrote RIG_EXIT_OK to isa-debug-exit
+clean        init ran every step and wrote protocol.EXIT_OK to isa-debug-exit
 guest-error  init wrote another code: a step failed (the code says which class)
 panic        the kernel panicked (pvpanic GUEST_PANICKED event, or the panic
              banner on the console followed by a reset)
@@ -17,12 +17,10 @@ import signal
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
-from rig import crash
+from rig import crash, protocol
 
 # isa-debug-exit turns a guest write of v into QEMU exit status (v << 1) | 1.
-RIG_EXIT_OK = 0x10
-RIG_EXIT_FAIL = 0x11
-DEBUG_EXIT_CODES = {(RIG_EXIT_OK << 1) | 1: "ok", (RIG_EXIT_FAIL << 1) | 1: "step failed"}
+DEBUG_EXIT_CODES = {(protocol.EXIT_OK << 1) | 1: "ok", (protocol.EXIT_FAIL << 1) | 1: "step failed"}
 
 PANIC_BANNER = "Kernel panic - not syncing"
 

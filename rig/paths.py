@@ -6,6 +6,8 @@ REPO = Path(__file__).resolve().parent.parent
 KERNEL_PATCHES = REPO / "kernel-patches"
 QEMU_DEVICES = REPO / "qemu-devices"
 GUEST_SRC = REPO / "rig" / "guest"
+# The guest/host protocol constants (rig/protocol.py is the host side).
+PROTOCOL_H = GUEST_SRC / "protocol.h"
 
 # The Debian package and tarball the kernel flavors are built from.
 LINUX_SOURCE_PKG = "linux-source-6.12"

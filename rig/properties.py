@@ -4,8 +4,9 @@ import re
 from typing import Optional
 
 from rig.evidence import Evidence
-from rig.rigprintk import (MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_NMI_ENTER, MARK_NMI_EXIT,
-                           MARK_RUN_BEGIN, Tag)
+from rig.protocol import (MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_NMI_ENTER, MARK_NMI_EXIT,
+                          MARK_RUN_BEGIN)
+from rig.rigprintk import Tag
 from rig.wire import (foreign_byte, ier_problem, inside, marker, own_wire_ns, printed_by,
                       programmed_format, windows)
 

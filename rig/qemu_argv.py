@@ -4,14 +4,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Sequence
 
-from rig import paths, rundir
+from rig import paths, protocol, rundir
 
 # ttyS0 carries the console under test; ttyS1 is the side channel for evidence.
 BASE_CMDLINE = ("console=ttyS0,115200 panic=-1 printk.devkmsg=on "
                 "rig.side=/dev/ttyS1")
-ISA_DEBUG_EXIT = "isa-debug-exit,iobase=0xf4,iosize=0x04"
-# fw_cfg file init reads the scenario's parameters from after a restore (rig/snapshot.py).
-SNAPSHOT_ARGS_FILE = "opt/rig/args"
+ISA_DEBUG_EXIT = f"isa-debug-exit,iobase={protocol.DEBUG_EXIT_PORT:#x},iosize=0x04"
 # ttyS0: the instrumented UART (qemu-devices/); ttyS1: a stock 16550A.
 CONSOLE_UART = "rig-serial,id=uart0,chardev=con0,index=0,iobase=0x3f8,irq=4,log={log}"
 CONSOLE_UART_QOM = "/machine/peripheral/uart0"   # for qom-set of its NMI trigger
@@ -21,8 +19,8 @@ SIDE_UART = "isa-serial,chardev=side0,index=1,iobase=0x2f8,irq=3"
 # The 8250 driver finds it as ttyS2 and probes it at boot, but nothing
 # opens ttyS2: after the probe only the module's console writes it. (With
 # fewer 8250 ports than UARTs, ACPI's order would give it ttyS0's line.)
-SECOND_UART = ("rig-serial,id=uart2,chardev=con2,index=2,iobase=0x3e8,irq=5,"
-               "marker-iobase=0x4f8,log={log}")
+SECOND_UART = (f"rig-serial,id=uart2,chardev=con2,index=2,iobase={protocol.UART2_BASE:#x},"
+               f"irq=5,marker-iobase={protocol.UART2_MARKER_PORT:#x},log={{log}}")
 # QEMU's seccomp filter: no obsolete system calls, no setuid, no fork or
 # exec (the snapshot's migration goes through a passed fd), no scheduler or
 # CPU-affinity changes; all of it is what TCG and the rig's devices allow.
@@ -144,7 +142,7 @@ def build_argv(cfg: MachineConfig, firmware_dirs: Sequence[Path] = paths.FIRMWAR
     if cfg.deterministic:
         argv += [a.format(shift=cfg.icount_shift) for a in DETERMINISTIC_ARGS]
     if cfg.fw_cfg_args:
-        argv += ["-fw_cfg", f"name={SNAPSHOT_ARGS_FILE},file={cfg.fw_cfg_args}"]
+        argv += ["-fw_cfg", f"name={protocol.SNAPSHOT_ARGS_FILE},file={cfg.fw_cfg_args}"]
     if cfg.restore:
         argv += ["-incoming", "defer"]
     return argv + list(cfg.extra_args)

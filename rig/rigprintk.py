@@ -1,21 +1,12 @@
 """The test module's conventions, seen from the host: its kernel parameters,
-the tag of every message it prints, its timing summary lines and its UART
-markers. rig/guest/module/rigprintk.c is the other half; keep them in step.
-"""
+the tag of every message it prints and its timing summary lines
+(rig/guest/module/main.c is the other half; keep them in step). Its UART
+markers are part of the guest/host protocol (rig.protocol)."""
 import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional
 
 CTX = {"task": 0, "irq": 1, "nmi": 2}
-MARK_RUN_BEGIN = 0x30000000
-MARK_RUN_END = 0x40000000
-MARK_SPIN_BEGIN = 0x50000000
-MARK_SPIN_END = 0x60000000
-MARK_SELF_NMI = 0x70000000
-MARK_DEADLINE = 0x80000000       # end of the quiet wait after the floods (liveness_ms)
-MARK_NMI_ENTER = 0x90000000      # around every local NMI on a vCPU (nmi_markers)
-MARK_NMI_EXIT = 0xa0000000
-MARK_BEFORE, MARK_AFTER = 1, 2
 
 TAG_RE = re.compile(r"rigprintk: scen=(?P<scen>\S+) cpu=(?P<cpu>\d+) ctx=(?P<ctx>task|irq|nmi) "
                     r"seq=(?P<seq>\d+) lvl=(?P<lvl>\d)(?: t=(?P<t>\d+))?(?: pad=(?P<pad>x*))?$")

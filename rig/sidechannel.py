@@ -1,6 +1,6 @@
 """Parser for what rig-init sends over the side channel (ttyS1).
 
-Framing (see rig/guest/init.c):
+Framing (rig.protocol, rig/guest/protocol.h):
     @@rig begin NAME LEN\\n <LEN bytes> \\n@@rig end NAME\\n
     @@rig status CODE\\n
 Bytes outside frames (for example a getty banner) are kept as noise.
@@ -9,8 +9,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional
 
-BEGIN = re.compile(rb"@@rig begin (\S+) (\d+)\n")
-STATUS = re.compile(rb"@@rig status (-?\d+)\n")
+from rig import protocol
+
+BEGIN = re.compile(re.escape(protocol.SIDE_BEGIN.encode()) + rb" (\S+) (\d+)\n")
+STATUS = re.compile(re.escape(protocol.SIDE_STATUS.encode()) + rb" (-?\d+)\n")
+END = b"\n" + protocol.SIDE_END.encode() + b" "
 
 
 class SideChannelError(ValueError):
@@ -49,7 +52,7 @@ def parse(data: bytes) -> SideChannel:
         name, length = begin.group(1).decode(), int(begin.group(2))
         body_start = begin.end()
         body_end = body_start + length
-        trailer = b"\n@@rig end " + begin.group(1) + b"\n"
+        trailer = END + begin.group(1) + b"\n"
         if body_end > len(data):
             raise SideChannelError(
                 f"section {name!r} at offset {begin.start()} announces {length} bytes but only "

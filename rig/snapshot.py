@@ -12,8 +12,8 @@ state overwrites them). So scenarios that differ only in those share a
 template.
 
 The template boot runs with rig.snapshot=1: init stops the VM by writing
-STOP_MARKER to rig-serial's marker port (its stop-marker property), which
-under -icount stops every vCPU synchronously, so the saved state does not
+the protocol's SNAPSHOT_STOP_MARKER to rig-serial's marker port (its
+stop-marker property), which under -icount stops every vCPU synchronously, so the saved state does not
 depend on host timing. QMP `migrate` to a file descriptor the harness
 opened and passed (getfd: QEMU's sandbox forbids spawning) saves it. A
 restore is a QEMU with the same machine plus `-incoming defer`;
@@ -28,13 +28,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
-from rig import rundir
+from rig import protocol, rundir
 from rig.build.cache import Step, ensure, sha256_bytes, sha256_file
 from rig.machine import Machine, Phase, default_phases, last_lines
 from rig.qemu_argv import CONSOLE_UART_QOM, VCPU_SLICE_NS, MachineConfig
 from rig.qmp import QMPClient, QMPError
 
-STOP_MARKER = 0x534E4150            # "SNAP", as in rig/guest/init.c
 SNAPSHOT_FLAG = "rig.snapshot=1"
 SCENARIO_PARAMS = ("rig.", "rigprintk.")
 # rig-serial properties the restored device state overwrites: set after the
@@ -81,7 +80,7 @@ def trigger_props(props: Dict[str, str]) -> Dict[str, str]:
 def machine_props(props: Dict[str, str]) -> Dict[str, str]:
     """The UART properties of the template's machine (the others are triggers)."""
     fixed = {k: v for k, v in props.items() if k not in TRIGGER_PROPS}
-    fixed["stop-marker"] = str(STOP_MARKER)
+    fixed["stop-marker"] = str(protocol.SNAPSHOT_STOP_MARKER)
     return fixed
 
 

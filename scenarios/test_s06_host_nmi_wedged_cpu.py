@@ -24,7 +24,8 @@ passes that case."""
 import pytest
 
 from rig.properties import assert_written_by_its_cpu_or_handed
-from rig.rigprintk import MARK_SPIN_BEGIN, MARK_SPIN_END, mask
+from rig.protocol import MARK_SPIN_BEGIN, MARK_SPIN_END
+from rig.rigprintk import mask
 from rig.wire import marker
 
 pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.emergency, pytest.mark.deterministic]

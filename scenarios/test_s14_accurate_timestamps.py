@@ -21,7 +21,8 @@ import re
 
 import pytest
 
-from rig.rigprintk import MARK_SELF_NMI, MARK_SPIN_END, parse_tag
+from rig.protocol import MARK_SELF_NMI, MARK_SPIN_END
+from rig.rigprintk import parse_tag
 from rig.wire import marker
 
 pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.deterministic]

@@ -24,7 +24,8 @@ from typing import Dict, Iterable, List, Optional
 
 from rig.boot import BootRequest, boot
 from rig.evidence import Evidence
-from rig.rigprintk import MARK_BEFORE, cmdline, mask, stats
+from rig.protocol import MARK_BEFORE
+from rig.rigprintk import cmdline, mask, stats
 from rig.wire import line_latency, marker, programmed_format
 
 # 4 ns of virtual time per instruction: a 250 MIPS CPU, still some ten times

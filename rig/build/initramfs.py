@@ -47,6 +47,7 @@ def initramfs_inputs(flavor: str) -> dict:
         "util-linux dmesg": f"{dpkg_version('util-linux')} sha256:{sha256_file(DMESG)} " +
                             " ".join(f"{p}:{sha256_file(p)[:16]}" for p in shared_libraries(DMESG)),
         "init.c": sha256_file(INIT_SRC),
+        "protocol.h": sha256_file(paths.PROTOCOL_H),
         "kmsgtest.c": sha256_file(KMSGTEST_SRC),
         "busybox": f"{dpkg_version('busybox-static')} sha256:{sha256_file(BUSYBOX)}",
         "libc": f"libc6-dev {dpkg_version('libc6-dev')}",

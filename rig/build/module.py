@@ -18,7 +18,7 @@ from typing import Tuple
 
 from rig import paths
 from rig.build import artifacts, custom
-from rig.build.cache import Step, ensure, sha256_tree, toolchain_id
+from rig.build.cache import Step, ensure, sha256_file, sha256_tree, toolchain_id
 from rig.build.kernel import kernel_step
 from rig.build.runner import run_logged
 
@@ -29,9 +29,11 @@ class GuestModule:
     src: Path
     step_prefix: str                # cache step: PREFIX-FLAVOR
     kernel_files: Tuple[str, ...] = ()   # copied from the kernel's source tree into the build
+    guest_files: Tuple[Path, ...] = ()   # copied from rig/guest into the build
 
 
-RIGPRINTK = GuestModule("rigprintk", paths.GUEST_SRC / "module", "module")
+RIGPRINTK = GuestModule("rigprintk", paths.GUEST_SRC / "module", "module",
+                        guest_files=(paths.PROTOCOL_H,))
 PRBSTRESS = GuestModule("prbstress", paths.GUEST_SRC / "prbstress", "prbstress",
                         ("kernel/printk/printk_ringbuffer.c",
                          "kernel/printk/printk_ringbuffer.h",
@@ -44,6 +46,7 @@ def module_inputs(flavor: str, module: GuestModule = RIGPRINTK) -> dict:
     kernel_key = custom.kernel()["key"] if flavor == custom.CUSTOM else kernel_step(flavor).key
     return {
         "module source": sha256_tree(module.src),
+        **{f"guest {p.name}": sha256_file(p) for p in module.guest_files},
         "kernel": kernel_key,       # covers kernel_files: they come from its source
         "toolchain": toolchain_id(),
         "flavor": flavor,
@@ -60,6 +63,8 @@ def _build(flavor: str, module: GuestModule, out: Path) -> dict:
     shutil.copytree(module.src, src)
     for name in module.kernel_files:
         shutil.copy2(kernel.path("source_dir") / name, src / Path(name).name)
+    for path in module.guest_files:
+        shutil.copy2(path, src / path.name)
     run_logged(f"{module.step_prefix}-{flavor}",
                ["make", "-C", str(kernel.path("build_dir")), f"M={src}", "W=1", "modules"],
                out / "build.log")

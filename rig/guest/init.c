@@ -82,10 +82,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEBUG_EXIT_PORT 0xf4
-/* QEMU exits with (code << 1) | 1: 0x10 -> 33 (clean), 0x11 -> 35 (step failed). */
-#define RIG_EXIT_OK 0x10
-#define RIG_EXIT_FAIL 0x11
+#include "protocol.h"
 
 #define CMDLINE_MAX 4096
 #define MODULE_PATH "/lib/modules/rigprintk.ko"
@@ -149,10 +146,10 @@ static void side_printf(const char *fmt, ...)
 
 static void side_section(const char *name, const char *data, size_t len)
 {
-	side_printf("@@rig begin %s %zu\n", name, len);
+	side_printf(RIG_SIDE_BEGIN " %s %zu\n", name, len);
 	if (side_fd >= 0)
 		write_all(side_fd, data, len);
-	side_printf("\n@@rig end %s\n", name);
+	side_printf("\n" RIG_SIDE_END " %s\n", name);
 }
 
 /* Value of KEY= (a whole kernel parameter name) on the command line, or NULL. */
@@ -321,7 +318,6 @@ static int step_sleep(void)
 	return 0;
 }
 
-#define MARKER_PORT 0x4f0
 /*
  * Console prefix "[    1.234567] " (rig.line_prefix=20 for the patched
  * kernel's "[    1.234567] 001: ") and the 8250 console's "\r\n".
@@ -331,8 +327,8 @@ static int step_sleep(void)
 
 static void marker(unsigned int value)
 {
-	if (ioperm(MARKER_PORT, 4, 1) == 0)
-		outl(value, MARKER_PORT);
+	if (ioperm(RIG_MARKER_PORT, 4, 1) == 0)
+		outl(value, RIG_MARKER_PORT);
 }
 
 static int step_line(void)
@@ -393,9 +389,6 @@ static ssize_t read_file(const char *path, char *buf, size_t size)
 #define FW_CFG_PORT_DATA 0x511
 #define FW_CFG_SIGNATURE 0x0000
 #define FW_CFG_FILE_DIR 0x0019
-/* "SNAP" on the marker port: rig-serial's stop-marker property (rig/snapshot.py). */
-#define SNAPSHOT_STOP_MARKER 0x534e4150
-#define SNAPSHOT_ARGS_FILE "opt/rig/args"
 
 struct fw_cfg_file {
 	uint32_t size;		/* big-endian, like select */
@@ -463,11 +456,11 @@ static void snapshot_point(void)
 
 	if (!flag("snapshot"))
 		return;
-	marker(SNAPSHOT_STOP_MARKER);
-	n = fw_cfg_file(SNAPSHOT_ARGS_FILE, args, sizeof(args));
+	marker(RIG_SNAPSHOT_STOP_MARKER);
+	n = fw_cfg_file(RIG_SNAPSHOT_ARGS_FILE, args, sizeof(args));
 	if (n < 0) {
 		say("snapshot: no fw_cfg file %s, running with the boot's parameters",
-		    SNAPSHOT_ARGS_FILE);
+		    RIG_SNAPSHOT_ARGS_FILE);
 		return;
 	}
 	used = strcspn(cmdline, "\n");
@@ -828,13 +821,13 @@ static void finish(int code)
 {
 	say("end status=%d", code);
 	flush_consoles();
-	side_printf("@@rig status %d\n", code);
+	side_printf(RIG_SIDE_STATUS " %d\n", code);
 	if (side_fd >= 0)
 		tcdrain(side_fd);
-	if (ioperm(DEBUG_EXIT_PORT, 1, 1) == 0)
-		outb(code, DEBUG_EXIT_PORT);
+	if (ioperm(RIG_DEBUG_EXIT_PORT, 1, 1) == 0)
+		outb(code, RIG_DEBUG_EXIT_PORT);
 	else
-		say("ioperm(0x%x): %s", DEBUG_EXIT_PORT, strerror(errno));
+		say("ioperm(0x%x): %s", RIG_DEBUG_EXIT_PORT, strerror(errno));
 	/* Still here: no isa-debug-exit device. Power off; the harness says so. */
 	say("isa-debug-exit did not end the run, powering off");
 	reboot(RB_POWER_OFF);

@@ -11,7 +11,8 @@ from typing import Dict, List, Optional
 from rig import checks, crash, logparse, paths, sidechannel, uartlog
 from rig.machine import BootResult
 from rig.outcome import Outcome
-from rig.rigprintk import MARK_RUN_BEGIN, parse_tag
+from rig.protocol import MARK_RUN_BEGIN
+from rig.rigprintk import parse_tag
 from rig.wire import ier_problem, marker
 
 LEVELS = ("EMERG", "ALERT", "CRIT", "ERR", "WARNING", "NOTICE", "INFO", "DEBUG")

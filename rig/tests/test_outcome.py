@@ -1,6 +1,7 @@
 import signal
 
-from rig.outcome import RIG_EXIT_FAIL, RIG_EXIT_OK, classify
+from rig.outcome import classify
+from rig.protocol import EXIT_FAIL, EXIT_OK
 
 
 def cls(**kw):
@@ -11,12 +12,12 @@ def cls(**kw):
 
 
 def test_clean_needs_init_status_through_debug_exit():
-    o = cls(exit_status=(RIG_EXIT_OK << 1) | 1)
+    o = cls(exit_status=(EXIT_OK << 1) | 1)
     assert o.cls == "clean"
 
 
 def test_failed_step_is_guest_error():
-    assert cls(exit_status=(RIG_EXIT_FAIL << 1) | 1).cls == "guest-error"
+    assert cls(exit_status=(EXIT_FAIL << 1) | 1).cls == "guest-error"
     assert cls(exit_status=(0x22 << 1) | 1).cls == "guest-error"
 
 
@@ -53,7 +54,7 @@ def test_signal_or_own_error_status_is_qemu_crash():
 
 
 def test_json_has_class_key():
-    assert cls(exit_status=(RIG_EXIT_OK << 1) | 1).to_json()["class"] == "clean"
+    assert cls(exit_status=(EXIT_OK << 1) | 1).to_json()["class"] == "clean"
 
 
 def test_hang_and_panic_name_the_first_crash_by_its_title():

@@ -1,5 +1,5 @@
-from rig.rigprintk import (MARK_AFTER, MARK_BEFORE, cmdline, console_stats, mask, parse_tag,
-                          stats)
+from rig.protocol import MARK_AFTER, MARK_BEFORE
+from rig.rigprintk import cmdline, console_stats, mask, parse_tag, stats
 
 
 def test_tag_with_stamp_and_padding():

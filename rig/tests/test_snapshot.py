@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from rig import snapshot, uartlog
+from rig import protocol, snapshot, uartlog
 from rig.boot import BootRequest, boot
 from rig.bundle import EVIDENCE
 from rig.qemu_argv import MachineConfig, build_argv
@@ -113,7 +113,7 @@ class TestRestore:
         log = uartlog.read(res.run_dir / "uart.log")   # seq from 0, no gap
         assert log.thr_bytes() == res.console
         markers = [r.value for r in log.records if r.reg == "MARKER"]
-        stop = markers.index(snapshot.STOP_MARKER)
+        stop = markers.index(protocol.SNAPSHOT_STOP_MARKER)
         assert markers[stop + 1:] == [1, 2, 1, 2], markers
         # The divisor the boot programmed still times the scenario's bytes.
         assert log.records[-1].vtime_ns > log.records[0].vtime_ns

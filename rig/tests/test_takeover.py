@@ -6,7 +6,7 @@ import lzma
 from pathlib import Path
 
 from rig import uartlog
-from rig.rigprintk import MARK_RUN_BEGIN
+from rig.protocol import MARK_RUN_BEGIN
 from rig.takeover import takeovers
 from rig.wire import marker
 

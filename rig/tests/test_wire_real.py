@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rig import uartlog
-from rig.rigprintk import MARK_RUN_BEGIN, MARK_RUN_END
+from rig.protocol import MARK_RUN_BEGIN, MARK_RUN_END
 from rig.wire import (find_line, foreign_byte, ier_problem, line_latency, marker,
                       programmed_format, wire_lines)
 

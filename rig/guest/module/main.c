@@ -31,9 +31,9 @@
  *   rigprintk: console scen=S writes=N by_flood_callers=M
  *
  * Markers (32-bit writes to the UART's marker port) are
- *   MARK_RUN_BEGIN, MARK_RUN_END, MARK_SPIN_BEGIN/END and MARK_SELF_NMI
- *   (written by the spinning CPU with interrupts off), MARK_DEADLINE (the
- *   end of the quiet wait after the floods, liveness_ms), MARK_NMI_ENTER/EXIT
+ *   RIG_MARK_RUN_BEGIN, RIG_MARK_RUN_END, RIG_MARK_SPIN_BEGIN/END and RIG_MARK_SELF_NMI
+ *   (written by the spinning CPU with interrupts off), RIG_MARK_DEADLINE (the
+ *   end of the quiet wait after the floods, liveness_ms), RIG_MARK_NMI_ENTER/EXIT
  *   (nmi_markers: around every local NMI, the kernel's handlers included),
  *   and (phase << 28 | ctx << 24 | seq) with
  *   phase 1 before and 2 after a tagged printk() call, ctx 0 task, 1 irq,
@@ -64,19 +64,9 @@
 #include <asm/apic.h>
 #include <asm/nmi.h>
 
+#include "protocol.h"
 #include "rigprintk.h"
 
-#define MARKER_PORT		0x4f0
-#define MARK_RUN_BEGIN		0x30000000
-#define MARK_RUN_END		0x40000000
-#define MARK_SPIN_BEGIN		0x50000000
-#define MARK_SPIN_END		0x60000000
-#define MARK_SELF_NMI		0x70000000
-#define MARK_DEADLINE		0x80000000
-#define MARK_NMI_ENTER		0x90000000
-#define MARK_NMI_EXIT		0xa0000000
-#define MARK_BEFORE		1
-#define MARK_AFTER		2
 
 enum rig_ctx { CTX_TASK, CTX_IRQ, CTX_NMI, CTX_NR };
 static const char * const ctx_names[CTX_NR] = { "task", "irq", "nmi" };
@@ -225,7 +215,7 @@ MODULE_PARM_DESC(abandon_cpu, "CPU of that thread (-1: the last online CPU)");
 
 static unsigned int liveness_ms;
 module_param(liveness_ms, uint, 0644);
-MODULE_PARM_DESC(liveness_ms, "after the floods, print nothing for this long, then write MARK_DEADLINE (0: no wait)");
+MODULE_PARM_DESC(liveness_ms, "after the floods, print nothing for this long, then write RIG_MARK_DEADLINE (0: no wait)");
 
 static unsigned int single_level = 8;
 module_param(single_level, uint, 0644);
@@ -286,7 +276,7 @@ static char pad[1024];
 /* Markers of the run and the spin are always written; per-call ones on request. */
 static void mark_always(u32 value)
 {
-	outl(value, MARKER_PORT);
+	outl(value, RIG_MARKER_PORT);
 	uart2_console_mark(value);
 }
 
@@ -344,7 +334,7 @@ static void tagged_printk(int level, unsigned int padlen, struct timing *t)
 	u64 t0, t1;
 
 	padlen = pad_len(padlen);
-	mark(MARK_BEFORE << 28 | tag.marker);
+	mark(RIG_MARK_BEFORE << 28 | tag.marker);
 	t0 = local_clock();
 	if (stamp)
 		snprintf(when, sizeof(when), " t=%llu", t0);
@@ -352,7 +342,7 @@ static void tagged_printk(int level, unsigned int padlen, struct timing *t)
 	       KERN_SOH_ASCII, '0' + level, scen, tag.cpu, ctx_names[tag.ctx], tag.seq,
 	       level, when, padlen ? " pad=" : "", padlen, pad);
 	t1 = local_clock();
-	mark(MARK_AFTER << 28 | tag.marker);
+	mark(RIG_MARK_AFTER << 28 | tag.marker);
 	if (t)
 		timing_add(t, t1 - t0);
 }
@@ -371,9 +361,9 @@ static void cont_printk(int level, unsigned int padlen)
 	       KERN_SOH_ASCII, '0' + level, scen, tag.cpu, ctx_names[tag.ctx]);
 	pr_cont(" seq=%u lvl=%d", tag.seq, level);
 	/* The call that completes the record is the one marked. */
-	mark(MARK_BEFORE << 28 | tag.marker);
+	mark(RIG_MARK_BEFORE << 28 | tag.marker);
 	pr_cont("%s%.*s\n", padlen ? " pad=" : "", padlen, pad);
-	mark(MARK_AFTER << 28 | tag.marker);
+	mark(RIG_MARK_AFTER << 28 | tag.marker);
 	put_cpu();
 }
 
@@ -594,7 +584,7 @@ static int rig_nmi_local_handle(void)
 static int rig_nmi_enter(unsigned int type, struct pt_regs *regs)
 {
 	if (nmi_markers)
-		mark_always(MARK_NMI_ENTER);
+		mark_always(RIG_MARK_NMI_ENTER);
 	return NMI_DONE;
 }
 
@@ -603,7 +593,7 @@ static int rig_nmi_local(unsigned int type, struct pt_regs *regs)
 	int ret = rig_nmi_local_handle();
 
 	if (nmi_markers)
-		mark_always(MARK_NMI_EXIT);
+		mark_always(RIG_MARK_NMI_EXIT);
 	return ret;
 }
 
@@ -706,7 +696,7 @@ static int spin_fn(void *unused)
 
 	local_irq_disable();
 	atomic_set(&spin_started, 1);
-	mark_always(MARK_SPIN_BEGIN);
+	mark_always(RIG_MARK_SPIN_BEGIN);
 	now = spin_begin_ns = local_clock();
 	end = now + (u64)spin_ms * NSEC_PER_MSEC;
 	limit = end + (u64)SPIN_NMI_WAIT_MS * NSEC_PER_MSEC;
@@ -719,7 +709,7 @@ static int spin_fn(void *unused)
 		 */
 		if (!self_nmi_sent && now >= self_nmi) {
 			this_cpu_write(nmi_armed, true);
-			mark_always(MARK_SELF_NMI);
+			mark_always(RIG_MARK_SELF_NMI);
 			send_nmi(smp_processor_id());
 			self_nmi_sent = true;
 		}
@@ -728,7 +718,7 @@ static int spin_fn(void *unused)
 		now = local_clock();
 	}
 	spin_end_ns = now;
-	mark_always(MARK_SPIN_END);
+	mark_always(RIG_MARK_SPIN_END);
 	local_irq_enable();
 	complete(&spin_done);
 	return 0;
@@ -1110,7 +1100,7 @@ static int do_run(void)
 {
 	int floods, spinning, ret;
 
-	mark_always(MARK_RUN_BEGIN);
+	mark_always(RIG_MARK_RUN_BEGIN);
 	pr_info("rigprintk: scen=%s run begin\n", scen);
 
 	if (timing_init(&nmi_timing, 4096) || timing_init(&irq_timing, 4096))
@@ -1196,7 +1186,7 @@ static int do_run(void)
 	 */
 	if (liveness_ms) {
 		msleep(liveness_ms);
-		mark_always(MARK_DEADLINE);
+		mark_always(RIG_MARK_DEADLINE);
 	}
 
 	/* Last, so that it gets the history of everything above. */
@@ -1219,7 +1209,7 @@ static int do_run(void)
 	timing_free(&nmi_timing);
 	test_console_report();
 	pr_info("rigprintk: scen=%s run end\n", scen);
-	mark_always(MARK_RUN_END);
+	mark_always(RIG_MARK_RUN_END);
 	return 0;
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A second nbcon console, on the rig's second instrumented UART (at 0x3e8,
+ * A second nbcon console, on the rig's second instrumented UART (at RIG_UART2_BASE,
  * with its own register log and marker port): a console that the 8250
  * driver cannot give, since it has one struct console for all its ports.
  *
@@ -22,10 +22,9 @@
 #include <linux/serial_reg.h>
 #include <linux/spinlock.h>
 
+#include "protocol.h"
 #include "rigprintk.h"
 
-#define UART2_BASE		0x3e8
-#define UART2_MARKER_PORT	0x4f8	/* rig-serial's marker-iobase of this UART */
 #define UART2_DIVISOR		1	/* 115200 baud from the 1.8432 MHz clock */
 /* The 8250's bound for one byte to leave (wait_for_xmitr): 10 ms. */
 #define UART2_THRE_WAIT_US	10000
@@ -40,7 +39,7 @@ static void uart2_wait_thre(void)
 	unsigned int us;
 
 	for (us = 0; us < UART2_THRE_WAIT_US; us++) {
-		if (inb(UART2_BASE + UART_LSR) & UART_LSR_THRE)
+		if (inb(RIG_UART2_BASE + UART_LSR) & UART_LSR_THRE)
 			return;
 		udelay(1);
 	}
@@ -50,7 +49,7 @@ static void uart2_wait_thre(void)
 static void uart2_put(char c)
 {
 	uart2_wait_thre();
-	outb(c, UART2_BASE + UART_TX);
+	outb(c, RIG_UART2_BASE + UART_TX);
 }
 
 static void uart2_write(struct console *con, struct nbcon_write_context *wctxt)
@@ -103,17 +102,17 @@ static struct console uart2_console = {
 /* 8N1 at 115200, FIFOs on, interrupts off; false if no UART answers. */
 static bool uart2_setup(void)
 {
-	outb(0x5a, UART2_BASE + UART_SCR);
-	if (inb(UART2_BASE + UART_SCR) != 0x5a)
+	outb(0x5a, RIG_UART2_BASE + UART_SCR);
+	if (inb(RIG_UART2_BASE + UART_SCR) != 0x5a)
 		return false;
-	outb(0, UART2_BASE + UART_IER);
-	outb(UART_LCR_DLAB | UART_LCR_WLEN8, UART2_BASE + UART_LCR);
-	outb(UART2_DIVISOR & 0xff, UART2_BASE + UART_DLL);
-	outb(UART2_DIVISOR >> 8, UART2_BASE + UART_DLM);
-	outb(UART_LCR_WLEN8, UART2_BASE + UART_LCR);
+	outb(0, RIG_UART2_BASE + UART_IER);
+	outb(UART_LCR_DLAB | UART_LCR_WLEN8, RIG_UART2_BASE + UART_LCR);
+	outb(UART2_DIVISOR & 0xff, RIG_UART2_BASE + UART_DLL);
+	outb(UART2_DIVISOR >> 8, RIG_UART2_BASE + UART_DLM);
+	outb(UART_LCR_WLEN8, RIG_UART2_BASE + UART_LCR);
 	outb(UART_FCR_ENABLE_FIFO | UART_FCR_CLEAR_RCVR | UART_FCR_CLEAR_XMIT,
-	     UART2_BASE + UART_FCR);
-	outb(UART_MCR_DTR | UART_MCR_RTS, UART2_BASE + UART_MCR);
+	     RIG_UART2_BASE + UART_FCR);
+	outb(UART_MCR_DTR | UART_MCR_RTS, RIG_UART2_BASE + UART_MCR);
 	return true;
 }
 
@@ -124,7 +123,7 @@ int uart2_console_register(bool history)
 		return 0;
 	if (!uart2_setup()) {
 		pr_err("rigprintk: no UART at %#x for the second console: the machine needs the rig's second console UART\n",
-		       UART2_BASE);
+		       RIG_UART2_BASE);
 		return -ENODEV;
 	}
 	if (history)
@@ -145,5 +144,5 @@ void uart2_console_unregister(void)
 void uart2_console_mark(u32 value)
 {
 	if (READ_ONCE(uart2_registered))
-		outl(value, UART2_MARKER_PORT);
+		outl(value, RIG_UART2_MARKER_PORT);
 }
