@@ -1,11 +1,8 @@
-"""Boot one flavor with the rig's artifacts and keep everything in a run directory.
-
-A run directory holds: argv.json, cmdline.txt, console.log (the transcript,
-byte for byte), side.bin (the side channel), qemu.stderr, qmp-events.jsonl and
-summary.json (exit class, phase timings, versions of every input).
-"""
+"""Boot one flavor with the rig's artifacts and keep everything in a run
+directory (rig.rundir.RunDir names its files: the evidence QEMU writes, the
+harness's records, summary.json with the outcome, phase timings and the
+versions of every input, and bundle.json, which replays the run)."""
 import itertools
-import json
 import os
 import re
 import time
@@ -17,9 +14,9 @@ from rig import backend, bundle, completeness, logparse, paths, rundir, snapshot
 from rig import outcome as outcome_mod
 from rig import inputs as request_check
 from rig.build import artifacts
-from rig.machine import (BootResult, Phase, default_phases, panic_hold_phases,
-                         warm_reset_phases)
+from rig.machine import Phase, default_phases, panic_hold_phases, warm_reset_phases
 from rig.qemu_argv import MachineConfig
+from rig.rundir import BootResult, RunDir
 
 _counter = itertools.count()
 # -icount shift: 2^N ns of virtual time per instruction (docs/architecture.md, "Deterministic
@@ -203,7 +200,7 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
         "initramfs": {"sha256": initrd["outputs"]["sha256"], "cache_key": initrd["key"]},
     }
     try:
-        rundir.write_text(run_dir / "summary.json", json.dumps(result.summary, indent=2) + "\n")
+        RunDir(run_dir).write_json(RunDir.SUMMARY, result.summary)
     except rundir.RunDirError as e:
         missing.append(str(e))
         result.outcome = outcome_mod.rig_error(missing, booted)

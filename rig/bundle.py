@@ -15,21 +15,23 @@ import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from rig import paths, rundir
+from rig import paths
 from rig.build.cache import sha256_file
+from rig.rundir import RunDir
 
 FORMAT = 1
-NAME = "bundle.json"
-# The evidence files a replay must reproduce byte for byte.
-EVIDENCE = ("console.log", "uart.log", "side.bin")
-# Written only by boots with the second console UART (BootRequest.second_uart).
-SECOND_CONSOLE_EVIDENCE = ("console2.log", "uart2.log")
+NAME = RunDir.BUNDLE
+# The evidence files a replay must reproduce byte for byte; the second
+# console's only boots with the second console UART (BootRequest.second_uart).
+EVIDENCE = RunDir.EVIDENCE
+SECOND_CONSOLE_EVIDENCE = RunDir.SECOND_CONSOLE_EVIDENCE
 ALL_EVIDENCE = EVIDENCE + SECOND_CONSOLE_EVIDENCE
 
 
 def evidence_names(run_dir: Path) -> Tuple[str, ...]:
     """The evidence files of this run: the second console's where it has one."""
-    return EVIDENCE + tuple(n for n in SECOND_CONSOLE_EVIDENCE if (run_dir / n).is_file())
+    run = RunDir(run_dir)
+    return EVIDENCE + tuple(n for n in SECOND_CONSOLE_EVIDENCE if run.has(n))
 
 
 class BundleError(ValueError):
@@ -101,13 +103,13 @@ def write(run_dir: Path, req, cfg, argv: List[str], inputs: Dict[str, Dict]) -> 
         "inputs": inputs,
         "evidence": None,
     }
-    rundir.write_text(run_dir / NAME, json.dumps(bundle, indent=1) + "\n")
+    RunDir(run_dir).write_json(NAME, bundle, indent=1)
 
 
 def evidence_hashes(run_dir: Path) -> Dict[str, Optional[Dict]]:
     out = {}
     for name in evidence_names(run_dir):
-        p = run_dir / name
+        p = RunDir(run_dir).file(name)
         out[name] = ({"sha256": sha256_file(p), "bytes": p.stat().st_size}
                      if p.is_file() else None)
     return out
@@ -115,11 +117,11 @@ def evidence_hashes(run_dir: Path) -> Dict[str, Optional[Dict]]:
 
 def finish(run_dir: Path, outcome_cls: str) -> None:
     """Add the evidence hashes and the exit class once QEMU has ended."""
-    path = run_dir / NAME
-    bundle = json.loads(path.read_text())
+    run = RunDir(run_dir)
+    bundle = run.read_json(NAME)
     bundle["evidence"] = evidence_hashes(run_dir)
     bundle["outcome"] = outcome_cls
-    rundir.write_text(path, json.dumps(bundle, indent=1) + "\n")
+    run.write_json(NAME, bundle, indent=1)
 
 
 def load(where: Path) -> Dict:

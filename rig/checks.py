@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import List
 
 from rig import crash, logparse, sidechannel
-from rig.machine import BootResult
+from rig.rundir import BootResult
 
 # A stack trace without a headline rig.crash knows is still a splat.
 TRACE_RE = re.compile(r"\bCall [Tt]race:|------------\[ cut here \]------------")

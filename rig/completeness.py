@@ -17,13 +17,14 @@ from typing import List
 
 from rig import sidechannel, uartlog
 from rig.outcome import DEBUG_EXIT_CODES, Outcome
+from rig.rundir import RunDir
 
 
 def console_problem(run_dir: Path, machine) -> List[str]:
     expected = machine.console_log_expected()
     if expected is None:
         return []
-    log = run_dir / "console.log"
+    log = RunDir(run_dir).console_log
     size = log.stat().st_size if log.exists() else 0
     if size == expected:
         return []

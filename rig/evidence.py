@@ -5,7 +5,7 @@ from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Tuple
 
 from rig import logparse, sidechannel, takeover, uartlog
-from rig.machine import BootResult
+from rig.rundir import BootResult
 from rig.protocol import MARK_AFTER, MARK_BEFORE
 from rig.rigprintk import Tag, parse_tag
 from rig.wire import WireLine, find_line, wire_lines
@@ -27,15 +27,15 @@ class Evidence:
         side = sidechannel.parse(result.side)
         kmsg = logparse.parse_kmsg(side.section("kmsg")) if "kmsg" in side.sections else []
         return cls(result, logparse.parse_transcript(result.console), side,
-                   uartlog.read(result.run_dir / "uart.log"), kmsg)
+                   uartlog.read(result.run.uart_log), kmsg)
 
     def second_console(self) -> "Evidence":
         """The run seen through the test module's nbcon console on the second
         UART (console2.log, uart2.log): a console's properties apply to it
         unchanged."""
-        d = self.result.run_dir
-        transcript = logparse.parse_transcript((d / "console2.log").read_bytes())
-        return replace(self, transcript=transcript, log=uartlog.read(d / "uart2.log"),
+        run = self.result.run
+        transcript = logparse.parse_transcript(run.console2_log.read_bytes())
+        return replace(self, transcript=transcript, log=uartlog.read(run.uart2_log),
                        console_name="riguart2",
                        _wire=None, _takeovers={})
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from rig import logalign, logparse
+from rig.rundir import RunDir
 
 LEVELS = {"emerg": 0, "alert": 1, "crit": 2, "err": 3, "warn": 4, "notice": 5, "info": 6,
           "debug": 7}
@@ -88,10 +89,10 @@ def read(path, stdin=None) -> Tuple[str, bytes]:
     path = Path(path)
     try:
         if path.is_dir():
-            path = path / "console.log"
+            path = RunDir(path).console_log
         if not path.exists():
             raise DiffInputError(f"{path}: no such file (give a log file or a run directory "
-                                 f"with console.log)")
+                                 f"with {RunDir.CONSOLE})")
         data = path.read_bytes()
     except OSError as e:      # also where a directory on the way may not be searched
         raise DiffInputError(f"{path}: cannot be read: {e.strerror or e}") from e

@@ -30,22 +30,22 @@ import os
 import re
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable, Dict, List, Optional, Tuple
+from typing import IO, Callable, List, Optional, Tuple
 
 import pexpect
 
 from rig import hostshare, paths, rundir, vcpu_stacks
 from rig import outcome as outcome_mod
 from rig.qemu_argv import MachineConfig, build_argv
+from rig.rundir import BootResult, PhaseResult, RunDir
 from rig.qmp import QMPClient, QMPError
 
 PR_SET_PDEATHSIG = 1
 PANIC_RE = re.escape(outcome_mod.PANIC_BANNER).encode()
 LAST_LINES = 15
 POLL_S = 0.2
-VCPU_STACKS = "vcpu-stacks.txt"
 
 
 @dataclass
@@ -85,31 +85,6 @@ def panic_hold_phases(init_timeout_s: float = 60.0, slow: float = 1.0) -> List[P
     return first + [Phase("panic", PANIC_RE, init_timeout_s * slow, panic_ends_it=True),
                     Phase("panic end", PANIC_END_RE, init_timeout_s * slow),
                     Phase("hold", None, HOLD_S, holds=True)]
-
-
-@dataclass
-class PhaseResult:
-    name: str
-    ended_by: str            # matched, qemu-exit, panic, timeout, held, skipped
-    wall_s: float
-
-
-@dataclass
-class BootResult:
-    run_dir: Path
-    outcome: outcome_mod.Outcome
-    phases: List[PhaseResult]
-    wall_s: float
-    summary: Dict = field(default_factory=dict)
-
-    @property
-    def console(self) -> bytes:
-        return (self.run_dir / "console.log").read_bytes()
-
-    @property
-    def side(self) -> bytes:
-        path = self.run_dir / "side.bin"
-        return path.read_bytes() if path.exists() else b""
 
 
 _live: "set[Machine]" = set()
@@ -202,9 +177,9 @@ class Machine:
     def write_plan(self) -> None:
         """argv.json and cmdline.txt into the run directory; no stale QMP socket."""
         rundir.make_private(self.cfg.run_dir)
-        rundir.write_text(self.cfg.run_dir / "argv.json", json.dumps(self.argv, indent=1) + "\n")
-        rundir.write_text(self.cfg.run_dir / "cmdline.txt",
-                          self.argv[self.argv.index("-append") + 1] + "\n")
+        run = self.cfg.run
+        run.write_json(RunDir.ARGV, self.argv, indent=1)
+        run.write_text(RunDir.CMDLINE, self.argv[self.argv.index("-append") + 1] + "\n")
         log = self.cfg.console_log
         self.console_prefix = log.stat().st_size if self.cfg.restore and log.exists() else 0
         if self.cfg.qmp_socket.exists():
@@ -212,12 +187,12 @@ class Machine:
 
     def start(self) -> None:
         self.write_plan()
-        stderr_path = str(self.cfg.run_dir / "qemu.stderr")
+        stderr_path = str(self.qemu_stderr())
         self.child = pexpect.spawn(self.argv[0], self.argv[1:], timeout=None,
                                    maxread=4096, searchwindowsize=16384, echo=False,
                                    preexec_fn=lambda: _child_setup(stderr_path))
         _live.add(self)
-        self.note("qemu.pid", f"{self.child.pid}\n")
+        self.note(RunDir.QEMU_PID, f"{self.child.pid}\n")
         self.child.logfile_read = self.tally
 
     def note(self, name: str, text: str) -> None:
@@ -225,7 +200,7 @@ class Machine:
         runs or after: a failure (a full disk) is kept for the verdict
         (write_errors), not raised into the middle of a boot."""
         try:
-            rundir.write_text(self.cfg.run_dir / name, text)
+            self.cfg.run.write_text(name, text)
         except rundir.RunDirError as e:
             self.write_errors.append(str(e))
 
@@ -278,7 +253,7 @@ class Machine:
         return self.child.exitstatus, self.child.signalstatus
 
     def qemu_stderr(self) -> Path:
-        return self.cfg.run_dir / "qemu.stderr"
+        return self.cfg.run.file(RunDir.QEMU_STDERR)
 
     # -- driving a boot ---------------------------------------------------
     def _wait(self, until: Optional[bytes], timeout_s: float, watch_panic: bool = True) -> str:
@@ -371,7 +346,7 @@ class Machine:
         self.kill()
         events = self.qmp.events if self.qmp is not None else []
         status, sig = self.exit_status(events)
-        self.note("qmp-events.jsonl", "".join(json.dumps(ev) + "\n" for ev in events))
+        self.note(RunDir.QMP_EVENTS, "".join(json.dumps(ev) + "\n" for ev in events))
         console = self.cfg.console_log.read_bytes() if self.cfg.console_log.exists() else b""
         oc = outcome_mod.classify(status, sig, hung, last, events,
                                   console.decode("utf-8", "replace"))
@@ -380,8 +355,9 @@ class Machine:
         if oc.cls in ("hang", "qemu-crash", "panic") or hung:
             oc.detail += "; last console lines:\n" + last_lines(self.cfg.console_log)
         if stacks:
-            oc.detail += ("\nvCPU stacks at the hang (all samples in "
-                          f"{self.cfg.run_dir / VCPU_STACKS}):\n" + vcpu_stacks.summary(stacks))
+            where = self.cfg.run.file(RunDir.VCPU_STACKS)
+            oc.detail += (f"\nvCPU stacks at the hang (all samples in {where}):\n"
+                          + vcpu_stacks.summary(stacks))
         if oc.cls == "qemu-crash":
             oc.detail += "\nQEMU stderr:\n" + last_lines(self.qemu_stderr())
         return BootResult(self.cfg.run_dir, oc, results, round(time.monotonic() - t0, 3))
@@ -397,7 +373,7 @@ class Machine:
             text = vcpu_stacks.sample(self.qmp, self.cfg.smp, system_map)
         except QMPError as e:
             text = f"# vCPU stacks not read: {e}\n"
-        self.note(VCPU_STACKS, text)
+        self.note(RunDir.VCPU_STACKS, text)
         return text
 
     def console_log_expected(self) -> Optional[int]:

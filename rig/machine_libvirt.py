@@ -21,17 +21,16 @@ from typing import List, Optional, Tuple
 
 from pexpect import fdpexpect
 
-from rig import libvirt_stage, rundir
-from rig.bundle import ALL_EVIDENCE
+from rig import libvirt_stage
 from rig.libvirt_domain import domain_xml
 from rig.machine import Machine, _live
+from rig.rundir import RunDir
 
 DEFAULT_URI = "qemu:///system"
-TRACE_LOG = "qemu-trace.log"
 EXIT_TRACE = re.compile(rb"debug_exit_write guest wrote 0x[0-9a-f]+, exit status (\d+)")
 GONE_WAIT_S = 5.0         # for libvirt to notice a QEMU that exited by itself
 # What QEMU writes into the run directory (staged while it runs).
-STAGED_OUTPUT = ALL_EVIDENCE + (TRACE_LOG,)
+STAGED_OUTPUT = RunDir.EVIDENCE + RunDir.SECOND_CONSOLE_EVIDENCE + (RunDir.QEMU_TRACE,)
 
 
 class LibvirtBackendError(RuntimeError):
@@ -100,9 +99,10 @@ class LibvirtMachine(Machine):
         import libvirt
         self.write_plan()
         xml = domain_xml(self.stage(), self.name, str(self.stage_dir / "console.sock"),
-                         str(self.stage_dir / TRACE_LOG), self.cfg.warm_reset)
-        rundir.write_text(self.cfg.run_dir / "domain.xml", xml)
-        rundir.write_text(self.cfg.run_dir / "libvirt-uri.txt", self.uri + "\n")
+                         str(self.stage_dir / RunDir.QEMU_TRACE), self.cfg.warm_reset)
+        run = self.cfg.run
+        domain_file = run.write_text(RunDir.DOMAIN_XML, xml)
+        run.write_text(RunDir.LIBVIRT_URI, self.uri + "\n")
         self.conn = open_connection(self.uri)
         _live.add(self)
         try:
@@ -110,10 +110,10 @@ class LibvirtMachine(Machine):
                                            libvirt.VIR_DOMAIN_START_AUTODESTROY)
         except libvirt.libvirtError as e:
             raise LibvirtBackendError(f"libvirt at {self.uri} refused domain {self.name} "
-                                      f"({self.cfg.run_dir / 'domain.xml'}): {e}") from None
+                                      f"({domain_file}): {e}") from None
         pid = self._qemu_pid()
         if pid:
-            self.note("qemu.pid", f"{pid}\n")
+            self.note(RunDir.QEMU_PID, f"{pid}\n")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(str(self.console_socket))
         # The descriptor is the pexpect object's from here on; it closes it.
@@ -172,7 +172,7 @@ class LibvirtMachine(Machine):
         return self.child is not None and getattr(self.child, "flag_eof", False)
 
     def exit_status(self, events: List[dict]) -> Tuple[Optional[int], Optional[int]]:
-        trace = self.cfg.run_dir / TRACE_LOG
+        trace = self.cfg.run.file(RunDir.QEMU_TRACE)
         found = EXIT_TRACE.findall(trace.read_bytes()) if trace.is_file() else []
         if found:
             return int(found[-1]), None

@@ -62,24 +62,28 @@ class MachineConfig:
     fw_cfg_args: str = ""
 
     @property
+    def run(self) -> rundir.RunDir:
+        return rundir.RunDir(self.run_dir)
+
+    @property
     def console_log(self) -> Path:
-        return self.run_dir / "console.log"
+        return self.run.console_log
 
     @property
     def side_log(self) -> Path:
-        return self.run_dir / "side.bin"
+        return self.run.side_log
 
     @property
     def uart_log(self) -> Path:
-        return self.run_dir / "uart.log"
+        return self.run.uart_log
 
     @property
     def console2_log(self) -> Path:
-        return self.run_dir / "console2.log"
+        return self.run.console2_log
 
     @property
     def uart2_log(self) -> Path:
-        return self.run_dir / "uart2.log"
+        return self.run.uart2_log
 
     @property
     def qmp_socket(self) -> Path:

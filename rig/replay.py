@@ -12,7 +12,6 @@ console line or the register-log record it falls in.
 developer can attach (`gdb vmlinux -ex 'target remote :PORT'`), set a
 breakpoint on panic and continue to it.
 """
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from rig import bundle, completeness, outcome, paths, snapshot
 from rig.boot import BootRequest, guest_time_of, machine_plan, new_run_dir
 from rig.build.cache import sha256_file
 from rig.machine import Machine, Phase
+from rig.rundir import RunDir
 from rig.uartlog import HEADER as UART_HEADER
 from rig.uartlog import RECORD as UART_RECORD
 
@@ -80,7 +80,7 @@ def first_difference(name: str, old: bytes, new: bytes) -> str:
         return (f"{len(old)} bytes recorded, {len(new)} replayed: one is a prefix of the "
                 f"other, first difference at byte {at}")
     where = f"first difference at byte {at}"
-    if name == "console.log":
+    if name == RunDir.CONSOLE:
         line = old.count(b"\n", 0, at) + 1
 
         def line_at(data: bytes) -> str:
@@ -89,9 +89,9 @@ def first_difference(name: str, old: bytes, new: bytes) -> str:
             return data[start:end if end >= 0 else len(data)].decode("utf-8", "replace")
         where += (f", console line {line}:\n    recorded: {line_at(old)!r}\n"
                   f"    replayed: {line_at(new)!r}")
-    elif name == "uart.log" and at >= UART_HEADER.size:
+    elif name == RunDir.UART and at >= UART_HEADER.size:
         where += f", register-log record {(at - UART_HEADER.size) // UART_RECORD.size}"
-    elif name == "uart.log":
+    elif name == RunDir.UART:
         where += " (in the log header)"
     return where
 
@@ -169,7 +169,7 @@ def replay(where: Path, gdb_port: Optional[int] = None, live=None, out=None) -> 
               "identical": same,
               "files": {v.name: {"identical": v.identical, "detail": v.detail}
                         for v in verdicts}}
-    (run_dir / "replay.json").write_text(json.dumps(report, indent=1) + "\n")
+    RunDir(run_dir).write_json(RunDir.REPLAY, report, indent=1)
     print(f"[replay] outcome: recorded {b.get('outcome')}, replayed {result.outcome.cls}",
           file=out)
     if result.outcome.cls != b.get("outcome"):

@@ -1,6 +1,9 @@
-"""Run directories and the rig's private runtime directory: only their user
-gets in, whatever the umask, and a boot does not start without room for its
-evidence.
+"""Run directories and the rig's private runtime directory.
+
+A run directory holds one boot's evidence and records; RunDir owns its
+file names and reads and writes them, and BootResult is what a boot leaves
+there. Only their user gets in, whatever the umask, and a boot does not
+start without room for its evidence.
 
 A run directory is 0700 and QEMU writes into it with umask 177, so another
 user can neither read the evidence nor reach the QMP socket in it (QMP runs
@@ -9,10 +12,15 @@ run directory, and the host lock, live in the user's private runtime
 directory: /run/printk-rig for root, $XDG_RUNTIME_DIR/printk-rig otherwise,
 created 0700 and refused if it is a symlink, someone else's or open to others.
 """
+import json
 import os
 import stat
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from rig import outcome as outcome_mod
 
 PRIVATE_MODE = 0o700
 FILE_MODE = 0o600
@@ -97,3 +105,116 @@ def write_text(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
         raise RunDirError(f"cannot write {path} ({len(text.encode())} bytes): {e.strerror}; "
                           f"{room(path)}") from None
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """One boot's directory and the files in it. QEMU writes the evidence
+    (the console transcript, the UART register logs, the side channel); the
+    harness writes the records (what it ran, how it ended, the bundle)."""
+    path: Path
+
+    # The evidence, byte for byte as the guest sent it.
+    CONSOLE = "console.log"          # ttyS0's transcript
+    UART = "uart.log"                # rig-serial's register log of ttyS0
+    SIDE = "side.bin"                # rig-init's side channel (ttyS1)
+    CONSOLE2 = "console2.log"        # the second console UART's transcript
+    UART2 = "uart2.log"              # and its register log
+    EVIDENCE = (CONSOLE, UART, SIDE)
+    SECOND_CONSOLE_EVIDENCE = (CONSOLE2, UART2)
+    # The records of the run.
+    ARGV = "argv.json"               # QEMU's command line
+    CMDLINE = "cmdline.txt"          # the kernel's
+    QEMU_STDERR = "qemu.stderr"
+    QEMU_PID = "qemu.pid"
+    QMP_EVENTS = "qmp-events.jsonl"
+    VCPU_STACKS = "vcpu-stacks.txt"  # where each vCPU was when the guest hung
+    SNAPSHOT_ARGS = "rig-args.txt"   # the parameters a restored guest reads
+    DOMAIN_XML = "domain.xml"        # the libvirt backend's domain
+    LIBVIRT_URI = "libvirt-uri.txt"  # and the daemon that ran it
+    QEMU_TRACE = "qemu-trace.log"    # its QEMU's trace: the guest's exit status
+    SUMMARY = "summary.json"         # outcome, phases, versions of the inputs
+    BUNDLE = "bundle.json"           # what replays the run (rig.bundle)
+    # Written by the tools that read a finished run.
+    GOLDEN_TRANSCRIPT = "console.golden.txt"   # the transcript as golden/ holds it
+    REPLAY = "replay.json"           # a replay's verdict on each evidence file
+    REPORT = "report.html"           # rig report's page
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    @property
+    def console_log(self) -> Path:
+        return self.file(self.CONSOLE)
+
+    @property
+    def uart_log(self) -> Path:
+        return self.file(self.UART)
+
+    @property
+    def side_log(self) -> Path:
+        return self.file(self.SIDE)
+
+    @property
+    def console2_log(self) -> Path:
+        return self.file(self.CONSOLE2)
+
+    @property
+    def uart2_log(self) -> Path:
+        return self.file(self.UART2)
+
+    def has(self, name: str) -> bool:
+        return self.file(name).is_file()
+
+    def read_bytes(self, name: str, missing: Optional[bytes] = None) -> bytes:
+        """The file's bytes; missing (if given) when it does not exist."""
+        path = self.file(name)
+        if missing is not None and not path.exists():
+            return missing
+        return path.read_bytes()
+
+    def read_json(self, name: str, missing: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """A JSON record of the run; missing (if given) when the run did not
+        write it."""
+        path = self.file(name)
+        if missing is not None and not path.is_file():
+            return missing
+        return json.loads(path.read_text())
+
+    def write_text(self, name: str, text: str) -> Path:
+        path = self.file(name)
+        write_text(path, text)
+        return path
+
+    def write_json(self, name: str, record: Any, indent: Optional[int] = 2) -> Path:
+        return self.write_text(name, json.dumps(record, indent=indent) + "\n")
+
+
+@dataclass
+class PhaseResult:
+    name: str
+    ended_by: str            # matched, qemu-exit, panic, timeout, held, skipped
+    wall_s: float
+
+
+@dataclass
+class BootResult:
+    """What a boot left: its run directory, how it ended and how long each
+    phase took."""
+    run_dir: Path
+    outcome: outcome_mod.Outcome
+    phases: List[PhaseResult]
+    wall_s: float
+    summary: Dict = field(default_factory=dict)
+
+    @property
+    def run(self) -> RunDir:
+        return RunDir(self.run_dir)
+
+    @property
+    def console(self) -> bytes:
+        return self.run.read_bytes(RunDir.CONSOLE)
+
+    @property
+    def side(self) -> bytes:
+        return self.run.read_bytes(RunDir.SIDE, missing=b"")

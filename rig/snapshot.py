@@ -33,6 +33,7 @@ from rig.build.cache import Step, ensure, sha256_bytes, sha256_file
 from rig.machine import Machine, Phase, default_phases, last_lines
 from rig.qemu_argv import CONSOLE_UART_QOM, VCPU_SLICE_NS, MachineConfig
 from rig.qmp import QMPClient, QMPError
+from rig.rundir import RunDir
 
 SNAPSHOT_FLAG = "rig.snapshot=1"
 SCENARIO_PARAMS = ("rig.", "rigprintk.")
@@ -40,7 +41,7 @@ SCENARIO_PARAMS = ("rig.", "rigprintk.")
 # load, the target and offset before the properties that arm the trigger.
 TRIGGER_PROPS = ("nmi-cpu", "nmi-pattern-offset", "nmi-pattern", "nmi-after-thr")
 INT_PROPS = ("nmi-cpu", "nmi-pattern-offset", "nmi-after-thr")
-PREFIXES = ("console.log", "uart.log", "side.bin")
+PREFIXES = RunDir.EVIDENCE
 RECIPE = "v2: init's snapshot point, stop-marker, migrate to a passed fd"
 LOAD_TIMEOUT_S = 60.0
 MIGRATE_TIMEOUT_S = 120.0
@@ -220,14 +221,13 @@ def restore_plan(snap_dir: Path, cfg: MachineConfig, phases: List[Phase]
     run_dir = rundir.make_private(cfg.run_dir)
     for name in PREFIXES:
         try:
-            shutil.copyfile(snap_dir / name, run_dir / name)
+            shutil.copyfile(snap_dir / name, RunDir(run_dir).file(name))
         except OSError as e:
             raise rundir.RunDirError(
                 f"cannot copy the snapshot's {name} into {run_dir}: {e.strerror}; "
                 f"{rundir.room(run_dir)}") from None
     _, scenario = split_cmdline(cfg.cmdline)
-    args = run_dir / "rig-args.txt"
-    rundir.write_text(args, scenario + "\n")
+    args = RunDir(run_dir).write_text(RunDir.SNAPSHOT_ARGS, scenario + "\n")
     rcfg = replace(template_config(cfg, run_dir, args), restore=str(snap_dir / "vmstate"))
     rest = [p for p in phases if p.name not in ("firmware", "kernel")]
     return rcfg, rest, restore_prelude(snap_dir / "vmstate", trigger_props(cfg.uart_props))

@@ -9,6 +9,7 @@ import pytest
 
 from rig.boot import DEFAULT_ICOUNT_SHIFT, BootRequest, boot
 from rig import golden, paths
+from rig.rundir import RunDir
 from rig.build import artifacts, custom
 from rig.build.runner import BuildError
 from rig.evidence import Evidence
@@ -77,8 +78,7 @@ def compare_golden(request, result, boot_no: int) -> None:
     path = golden.file_name(node.fspath.basename, node.originalname, params,
                             result.summary["flavor"], boot_no)
     lines = golden.normalize(result.console)
-    normalized = result.run_dir / "console.golden.txt"
-    normalized.write_text("\n".join(lines) + "\n")
+    normalized = result.run.write_text(RunDir.GOLDEN_TRANSCRIPT, "\n".join(lines) + "\n")
     head = golden.header(node.nodeid, boot_no, result.summary)
     if mode == "update":
         config.stash.setdefault(GOLDEN_CHANGES, []).append(golden.update(path, lines, head))

@@ -37,7 +37,7 @@ def test_s13_late_nbcon_console_gets_history_and_dropped_count(rig_run, flavor, 
     lacks("vanilla", "nbcon_seq_force() starts a new nbcon console at the oldest record "
           "still stored and does not count the records before it as dropped")
     ev = rig_run(flavor, "S13", "run,kmsg", second_console="late", second_uart=True, **FLOOD)
-    lines = logparse.split_lines(ev.result.run_dir.joinpath("console2.log").read_bytes())
+    lines = logparse.split_lines(ev.result.run.console2_log.read_bytes())
     assert_history_with_exact_dropped_count(ev, lines, "riguart2")
 
 

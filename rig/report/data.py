@@ -2,14 +2,13 @@
 per property, the transcript with each line's level, and the timeline of the
 register log (console-line bars per vCPU, NMIs, markers, IER writes), all in
 guest virtual nanoseconds."""
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
 from rig import checks, crash, logparse, paths, sidechannel, uartlog
-from rig.machine import BootResult
+from rig.rundir import BootResult, RunDir
 from rig.outcome import Outcome
 from rig.protocol import MARK_RUN_BEGIN
 from rig.rigprintk import parse_tag
@@ -30,19 +29,17 @@ class RecordedRun(BootResult):
 
     @classmethod
     def read(cls, run_dir: Path) -> "RecordedRun":
-        if not (run_dir / "console.log").is_file():
-            raise ReportError(f"{run_dir}: not a run directory (no console.log)")
+        run = RunDir(run_dir)
+        if not run.has(RunDir.CONSOLE):
+            raise ReportError(f"{run_dir}: not a run directory (no {RunDir.CONSOLE})")
 
         def load(name):
-            p = run_dir / name
-            if not p.is_file():
-                return {}
             try:
-                return json.loads(p.read_text())
+                return run.read_json(name, missing={})
             except ValueError as e:       # JSONDecodeError, UnicodeDecodeError
-                raise ReportError(f"{p}: not valid JSON ({e}); the run was cut short or "
-                                  "the file damaged") from None
-        summary, bundle = load("summary.json"), load("bundle.json")
+                raise ReportError(f"{run.file(name)}: not valid JSON ({e}); the run was cut "
+                                  "short or the file damaged") from None
+        summary, bundle = load(RunDir.SUMMARY), load(RunDir.BUNDLE)
         # summary.json has the whole outcome; a run that did not write one
         # (killed harness) has at most its class, in bundle.json.
         o = summary.get("outcome") or {"class": bundle.get("outcome") or "unknown"}
@@ -204,7 +201,8 @@ def verdict(props: List[dict], outcome_cls: str) -> str:
 def gather(run_dir: Path, test_verdict: Optional[dict] = None) -> dict:
     run = RecordedRun.read(run_dir)
     sections = side_sections(run)
-    log = uartlog.read(run_dir / "uart.log") if (run_dir / "uart.log").is_file() else None
+    files = RunDir(run_dir)
+    log = uartlog.read(files.uart_log) if files.has(RunDir.UART) else None
     props = properties(run, sections, log, test_verdict)
     return {
         "run_dir": str(run_dir),

@@ -10,6 +10,7 @@ from rig import paths
 from rig.junit import failure_messages, run_dirs, skip_reasons, verdicts
 from rig.report import page
 from rig.report.data import ReportError, gather
+from rig.rundir import RunDir
 from rig.uartlog import UartLogError
 
 
@@ -23,7 +24,7 @@ def junit_runs(junit: Path) -> Dict[str, dict]:
 
 def write_run(run_dir: Path, verdict: Optional[dict]) -> dict:
     d = gather(run_dir, verdict)
-    (run_dir / "report.html").write_text(page.run_page(d))
+    RunDir(run_dir).write_text(RunDir.REPORT, page.run_page(d))
     return d
 
 
@@ -48,11 +49,12 @@ def main(runs: List[Path], junit: Optional[Path], out: Optional[Path]) -> int:
                          "verdict": "ERROR", "expected_end": False,
                          "outcome": f"not reported: {e}", "href": None})
             continue
-        print(f"{d['verdict']:<5} {run_dir / 'report.html'}")
+        page_file = RunDir(run_dir).file(RunDir.REPORT)
+        print(f"{d['verdict']:<5} {page_file}")
         rows.append({"name": d["name"], "flavor": d["flavor"], "test": d["test"],
                      "verdict": d["verdict"], "expected_end": d["expected_end"],
                      "outcome": d["outcome"]["class"],
-                     "href": os.path.relpath(run_dir / "report.html", index_dir)})
+                     "href": os.path.relpath(page_file, index_dir)})
     if len(rows) > 1 or junit:
         index_dir.mkdir(parents=True, exist_ok=True)
         title = f"printk-rig runs ({junit.name if junit else f'{len(rows)} runs'})"
