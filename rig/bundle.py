@@ -10,12 +10,11 @@ its inputs, its icount shift and the RTC base, all recorded here.
 """
 import dataclasses
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from rig import paths
+from rig import config, paths
 from rig.build.cache import sha256_file
 from rig.rundir import RunDir
 
@@ -48,12 +47,6 @@ def rig_commit() -> Dict[str, object]:
             "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
 
 
-def current_test() -> Optional[str]:
-    """The pytest node id while a test runs (pytest sets the variable)."""
-    current = os.environ.get("PYTEST_CURRENT_TEST")
-    return current.rsplit(" (", 1)[0] if current else None
-
-
 def input_entry(artifact, output: str, rebuild: str) -> Dict[str, str]:
     """One input file: where it is, what it is, and how to get it again. A
     step that recorded the file's hash (OUTPUT_sha256) is taken at its word:
@@ -66,7 +59,7 @@ def input_entry(artifact, output: str, rebuild: str) -> Dict[str, str]:
 
 
 def rebuild_command(flavor: str, what: str) -> str:
-    mutant = os.environ.get("RIG_MUTANT")
+    mutant = config.current().mutant
     env = f"RIG_MUTANT={mutant} " if mutant and flavor == "patched" and what != "qemu" else ""
     flavor_arg = "" if what == "qemu" else f" --flavor {flavor}"
     return f"{env}python3 -m rig build {what}{flavor_arg}"
@@ -88,8 +81,8 @@ def write(run_dir: Path, req, cfg, argv: List[str], inputs: Dict[str, Dict]) -> 
         "format": FORMAT,
         "name": req.name,
         "flavor": req.flavor,
-        "test": current_test(),
-        "mutant": os.environ.get("RIG_MUTANT"),
+        "test": config.pytest_current_test(),
+        "mutant": config.current().mutant,
         "rig": rig_commit(),
         "request": request_json(req),
         "machine": machine,

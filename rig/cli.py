@@ -1,6 +1,5 @@
 """Command line: python3 -m rig {build,boot,run} ... (--help everywhere)."""
 import argparse
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -53,9 +52,7 @@ def cmd_boot(args) -> int:
     from rig.checks import boot_checks
     if args.kernel:
         from rig.build import custom
-        os.environ[custom.ENV_IMAGE] = str(Path(args.kernel).resolve())
-        if args.kernel_build:
-            os.environ[custom.ENV_BUILD] = str(Path(args.kernel_build).resolve())
+        custom.use(args.kernel, args.kernel_build)
         args.flavor = custom.CUSTOM
     if args.backend or args.libvirt_uri:
         from rig import backend

@@ -8,7 +8,6 @@ kept to show where a later run first differs; the others are deleted once
 hashed (a flood's register log is megabytes).
 """
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-from rig import bundle
+from rig import bundle, config
 from rig.junit import verdicts
 
 Key = Tuple[str, str, int]          # (test node id, boot name, n-th boot of the test)
@@ -77,7 +76,7 @@ def main(runs: int, out_dir: Path, pytest_args: List[str]) -> int:
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         "-m", "deterministic", "--keep-runs",
                         f"--junitxml={junit}"] + pytest_args,
-                       env=dict(os.environ, RIG_RUNS=str(runs_dir)))
+                       env=config.environ(runs_root=str(runs_dir)))
         failed_tests |= {t for t, v in verdicts(junit).items() if v not in ("passed", "xfailed")}
         boots = boots_of(runs_dir)
         seen.append({k: hashes(d) for k, d in boots.items()})

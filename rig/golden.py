@@ -15,17 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
-from rig import logdiff, logparse, paths
+from rig import config, logdiff, logparse, paths
 
-GOLDEN_DIR_ENV = "RIG_GOLDEN_DIR"
 ZERO_TS = "[    0.000000]"
 HEADER = logdiff.COMMENT     # rig diff skips these lines
 
 
 def golden_root() -> Path:
-    import os
-    env = os.environ.get(GOLDEN_DIR_ENV)
-    return Path(env).resolve() if env else paths.REPO / "golden"
+    return config.path_or(config.current().golden_dir, paths.REPO / "golden")
 
 
 def normalize_line(line: str) -> str:

@@ -27,10 +27,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import List, Optional
 
-from rig import rundir
+from rig import config, rundir
 
-LOCK_ENV = "RIG_HOST_LOCK"     # another path, e.g. per host in a shared /tmp
-LOG_ENV = "RIG_HOST_LOCK_LOG"
 LOCK_NAME = "host.lock"
 POLL_S = 0.2
 WAIT_REPORT_S = 10.0
@@ -41,7 +39,8 @@ class HostLockTimeout(TimeoutError):
 
 
 def lock_path() -> Path:
-    return Path(os.environ.get(LOCK_ENV) or rundir.runtime_dir() / LOCK_NAME)
+    # Another path, e.g. one per host in a shared /tmp, if configured.
+    return Path(config.current().host_lock or rundir.runtime_dir() / LOCK_NAME)
 
 
 def open_lock(path: Path) -> int:
@@ -116,7 +115,7 @@ def hold(alone: bool, what: str = "", timeout_s: Optional[float] = None):
         yield
     finally:
         os.close(fd)
-        log = os.environ.get(LOG_ENV)
+        log = config.current().host_lock_log
         if log and got is not None:
             entry = {"what": what, "alone": alone, "pid": os.getpid(), "end": time.time(),
                      "waited_s": round(got - asked, 3),

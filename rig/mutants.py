@@ -10,14 +10,13 @@ docs/mutants.md, the generated page the docs link to.
 """
 import datetime
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List
 
-from rig import paths
+from rig import config, paths
 from rig.build.kernel import MUTANTS, kernel_step
 from rig.build.patching import read_series
 from rig.junit import failure_messages
@@ -67,7 +66,7 @@ def merged(series: List[str], rows: List[Dict], earlier: Dict[str, Dict]) -> Lis
 
 
 def run_mutant(name: str, key: str, tests: str, out_dir: Path, pytest_args: List[str]) -> Dict:
-    env = dict(os.environ, RIG_MUTANT=name)
+    env = config.environ(mutant=name)
     print(f"[mutants] {name}: building the patched kernel with the mutant on top", flush=True)
     build = subprocess.run([sys.executable, "-m", "rig", "build", "kernel", "initramfs",
                             "--flavor", "patched"], env=env)
@@ -85,15 +84,8 @@ def run_mutant(name: str, key: str, tests: str, out_dir: Path, pytest_args: List
 def mutant_kernel_step(name: str):
     """The cache step of the mutant's kernel: its key covers the series, the
     mutant, the config and the toolchain it is built from."""
-    old = os.environ.get("RIG_MUTANT")
-    os.environ["RIG_MUTANT"] = name
-    try:
+    with config.use(mutant=name):
         return kernel_step("patched")
-    finally:
-        if old is None:
-            del os.environ["RIG_MUTANT"]
-        else:
-            os.environ["RIG_MUTANT"] = old
 
 
 def earlier_rows(kills: Path) -> Dict[str, Dict]:

@@ -1,6 +1,7 @@
 """Where the rig keeps things: the repository, the build cache, run directories."""
-import os
 from pathlib import Path
+
+from rig import config
 
 REPO = Path(__file__).resolve().parent.parent
 KERNEL_PATCHES = REPO / "kernel-patches"
@@ -22,18 +23,12 @@ FLAVORS = ("vanilla", "patched")
 
 def cache_root() -> Path:
     """Build cache, outside the work tree so clones and CI runs share it."""
-    env = os.environ.get("RIG_CACHE")
-    if env:
-        return Path(env).expanduser().resolve()
-    return Path.home() / ".cache" / "printk-rig"
+    return config.path_or(config.current().cache_root, Path.home() / ".cache" / "printk-rig")
 
 
 def runs_root() -> Path:
     """Parent of per-boot run directories."""
-    env = os.environ.get("RIG_RUNS")
-    if env:
-        return Path(env).expanduser().resolve()
-    return REPO / "runs"
+    return config.path_or(config.current().runs_root, REPO / "runs")
 
 
 def kernel_build_of(image: Path) -> Path:

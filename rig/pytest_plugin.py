@@ -1,8 +1,6 @@
 """pytest options shared by the rig's unit tests and scenarios: a plugin that
 pytest.ini loads with -p, so that the options are known however the command
 line is ordered (a conftest.py is found only after the paths are)."""
-import os
-from pathlib import Path
 
 from rig import backend, paths
 from rig.build import custom
@@ -65,10 +63,7 @@ def pytest_configure(config):
                        config.getoption("libvirt_uri") or [])
     image = config.getoption("kernel")
     if image:
-        os.environ[custom.ENV_IMAGE] = str(Path(image).resolve())
-        build = config.getoption("kernel_build")
-        if build:
-            os.environ[custom.ENV_BUILD] = str(Path(build).resolve())
+        custom.use(image, config.getoption("kernel_build"))
 
 
 def pytest_generate_tests(metafunc):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from rig import config
 from rig import outcome as outcome_mod
 
 PRIVATE_MODE = 0o700
@@ -46,7 +47,7 @@ def runtime_dir() -> Path:
     if os.geteuid() == 0:
         base = Path("/run")
     else:
-        xdg = os.environ.get("XDG_RUNTIME_DIR")
+        xdg = config.user_runtime_dir()
         base = Path(xdg) if xdg else Path(tempfile.gettempdir())
     name = "printk-rig" if base != Path(tempfile.gettempdir()) else f"printk-rig-{os.getuid()}"
     path = base / name

@@ -7,17 +7,15 @@ and evidence need, and names what is missing. Its cache key (for the module
 and initramfs built against it) is the hash of the image, the .config and
 Module.symvers, so a rebuilt kernel gets a rebuilt module.
 """
-import os
 from pathlib import Path
 from typing import Dict
 
+from rig import config
 from rig.build.cache import sha256_bytes, sha256_file
 from rig.build.runner import BuildError
 from rig.inputs import check_kernel_image
 
 CUSTOM = "custom"
-ENV_IMAGE = "RIG_CUSTOM_KERNEL"     # set by pytest --kernel, read by every worker
-ENV_BUILD = "RIG_CUSTOM_BUILD"
 
 # What the rig's boot needs of a kernel configuration, and why.
 REQUIRED = {
@@ -79,12 +77,12 @@ def check(image: Path, build: Path) -> None:
 
 def kernel() -> dict:
     """The custom kernel as a manifest shaped like a built flavor's."""
-    image_env, build_env = os.environ.get(ENV_IMAGE), os.environ.get(ENV_BUILD)
-    if not image_env:
+    cfg = config.current()
+    if not cfg.custom_kernel:
         raise BuildError("the custom flavor needs a kernel: pytest --kernel BZIMAGE")
-    image = Path(image_env).resolve()
+    image = Path(cfg.custom_kernel).resolve()
     check_kernel_image(image)
-    build = Path(build_env).resolve() if build_env else build_dir_of(image)
+    build = Path(cfg.custom_build).resolve() if cfg.custom_build else build_dir_of(image)
     check(image, build)
     release = (build / "include/config/kernel.release").read_text().strip()
     key = sha256_bytes(" ".join([sha256_file(image), sha256_file(build / ".config"),
@@ -94,3 +92,10 @@ def kernel() -> dict:
             "outputs": {"bzImage": str(image), "build_dir": str(build),
                         "kernel_release": release, "source_version": f"user kernel {release}",
                         "patches": []}}
+
+
+def use(image: Path, build=None) -> None:
+    """Make image (and its build directory) the custom flavor, in this
+    process, its pytest-xdist workers and its children."""
+    config.set_fields(custom_kernel=str(Path(image).resolve()),
+                      custom_build=str(Path(build).resolve()) if build else None)

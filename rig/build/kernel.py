@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from rig import hostshare, paths
+from rig import config, hostshare, paths
 from rig.build.cache import (Step, dpkg_version, ensure, sha256_bytes, sha256_file,
                              toolchain_id)
 from rig.build.patching import apply_patch, apply_series, read_series
@@ -29,7 +29,7 @@ def mutant() -> Optional[Path]:
     """RIG_MUTANT=NAME puts kernel-patches/mutants/NAME.patch on top of the
     patched flavor (make mutants), RIG_MUTANT=PATH that patch file; unset,
     the patched flavor is the series."""
-    name = os.environ.get("RIG_MUTANT")
+    name = config.current().mutant
     if not name:
         return None
     if "/" in name:     # a patch file of its own (a test's kernel change)
@@ -122,7 +122,7 @@ def tree_digest(tree: Path) -> str:
 
 def kernel_source() -> KernelSource:
     """KERNEL_SRC=/path/to/tree wins; otherwise Debian's linux-source-6.12."""
-    tree = os.environ.get("KERNEL_SRC")
+    tree = config.current().kernel_src
     if tree:
         p = Path(tree).expanduser().resolve()
         if not (p / "Makefile").is_file() or not (p / "kernel" / "printk").is_dir():

@@ -11,7 +11,6 @@ no regression, 1 regression (named), 2 could not build, boot or run (why).
 """
 import argparse
 import datetime
-import os
 import re
 import subprocess
 import sys
@@ -19,7 +18,7 @@ import uuid
 from pathlib import Path
 from typing import List, Optional
 
-from rig import paths
+from rig import config, paths
 from rig.build import artifacts, custom
 from rig.build.runner import BuildError, tail
 from rig.build.cache import sha256_file
@@ -41,14 +40,14 @@ def now() -> str:
 
 def use_kernel(build: dict) -> None:
     """Make the revision's kernel the custom flavor, for boot() and pytest."""
-    os.environ[custom.ENV_IMAGE] = str(Path(build["dir"]) / build["outputs"]["bzImage"])
-    os.environ[custom.ENV_BUILD] = str(Path(build["dir"]) / build["outputs"]["build_dir"])
+    custom.use(Path(build["dir"]) / build["outputs"]["bzImage"],
+               Path(build["dir"]) / build["outputs"]["build_dir"])
 
 
 def smoke_boot(side: formats.Side, out: Path) -> None:
     """One plain boot: a kernel that does not reach a clean exit cannot be judged."""
     from rig.boot import BootRequest, boot
-    os.environ["RIG_RUNS"] = str(out / f"{side.label}-runs")
+    config.set_fields(runs_root=str(out / f"{side.label}-runs"))
     print(f"[gate] {side.label}: boot check", flush=True)
     try:
         res = boot(BootRequest(flavor=custom.CUSTOM, name=f"gate-{side.label}"))
@@ -65,12 +64,12 @@ def run_suite(side: formats.Side, out: Path, pytest_args: List[str]) -> SuiteRes
     junit = out / f"{side.label}.junit.xml"
     log = out / f"{side.label}.pytest.log"
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-            "--kernel", os.environ[custom.ENV_IMAGE],
-            "--kernel-build", os.environ[custom.ENV_BUILD], "--kernel-like", "patched",
+            "--kernel", config.current().custom_kernel,
+            "--kernel-build", config.current().custom_build, "--kernel-like", "patched",
             f"--junitxml={junit}"] + (pytest_args or ["scenarios"])
     print(f"[gate] {side.label}: running {' '.join(pytest_args or ['scenarios'])} "
           f"(log: {log})", flush=True)
-    env = dict(os.environ, RIG_RUNS=str(out / f"{side.label}-runs"))
+    env = config.environ(runs_root=str(out / f"{side.label}-runs"))
     with open(log, "w") as f:
         proc = subprocess.Popen(argv, cwd=paths.REPO, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
@@ -121,7 +120,7 @@ def repo_url(tree: Path, given: Optional[str]) -> str:
 
 
 def gate(args) -> int:
-    os.environ.pop("RIG_MUTANT", None)       # the gate's kernels are the tree's own
+    config.set_fields(mutant=None)           # the gate's kernels are the tree's own
     out = (args.out or paths.runs_root() / f"gate-{datetime.datetime.now():%Y%m%d-%H%M%S}")
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -148,10 +147,10 @@ def gate(args) -> int:
     for side in sides:
         use_kernel(side.build)
         side.suite = run_suite(side, out, args.pytest_args)
-    config = "tinyconfig + kernel-patches/rig.config" + (
+    kernel_config = "tinyconfig + kernel-patches/rig.config" + (
         " + kernel-patches/series" if args.series else "")
     res = formats.GateResult(sides[0], sides[1], compare(sides[0].suite, sides[1].suite),
-                             config, started, run_id=f"{out.name}-{uuid.uuid4().hex[:8]}")
+                             kernel_config, started, run_id=f"{out.name}-{uuid.uuid4().hex[:8]}")
     written = formats.write_all(res, out)
     print(formats.summary(res), end="")
     print("[gate] wrote " + ", ".join(written.values()))

@@ -6,9 +6,8 @@ import threading
 import time
 from pathlib import Path
 
-from rig import paths
+from rig import config, paths
 from rig.boot import BootRequest, BootResult, boot, new_run_dir
-from rig.build import custom
 from rig.junit import verdicts
 
 
@@ -80,8 +79,8 @@ def run_suite(tmp_path, args):
     """pytest in a subprocess with its own run directory root; its verdicts."""
     junit = tmp_path / "junit.xml"
     env = dict(os.environ, RIG_RUNS=str(tmp_path / "runs"))
-    env.pop(custom.ENV_IMAGE, None)
-    env.pop(custom.ENV_BUILD, None)
+    env.pop(config.VARIABLES["custom_kernel"], None)
+    env.pop(config.VARIABLES["custom_build"], None)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "--keep-runs", f"--junitxml={junit}"] + args,
                           cwd=paths.REPO, env=env, capture_output=True, text=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rig import config
 from rig.build import artifacts, custom
 from rig.build.runner import BuildError
 from rig.inputs import BadInput
@@ -44,8 +45,8 @@ def test_build_dir_is_found_above_the_image(tmp_path):
 
 def test_missing_image_and_module_symvers_are_named(tmp_path, monkeypatch):
     image, build = fake_build(tmp_path, symvers=False)
-    monkeypatch.setenv(custom.ENV_IMAGE, str(tmp_path / "nope"))
-    monkeypatch.delenv(custom.ENV_BUILD, raising=False)
+    monkeypatch.setenv(config.VARIABLES["custom_kernel"], str(tmp_path / "nope"))
+    monkeypatch.delenv(config.VARIABLES["custom_build"], raising=False)
     with pytest.raises(BadInput, match=r"^kernel image .*/nope: no such file$"):
         custom.kernel()
     with pytest.raises(BuildError, match="no Module.symvers .*make modules"):
@@ -64,8 +65,8 @@ def test_missing_config_options_are_named_with_the_reason(tmp_path):
 
 def test_key_follows_the_image(tmp_path, monkeypatch):
     image, build = fake_build(tmp_path, config="".join(f"{n}=y\n" for n in custom.REQUIRED))
-    monkeypatch.setenv(custom.ENV_IMAGE, str(image))
-    monkeypatch.delenv(custom.ENV_BUILD, raising=False)
+    monkeypatch.setenv(config.VARIABLES["custom_kernel"], str(image))
+    monkeypatch.delenv(config.VARIABLES["custom_build"], raising=False)
     first = custom.kernel()
     assert first["outputs"]["kernel_release"] == "6.12.0-mine"
     assert artifacts.Artifact(first).path("bzImage") == image.resolve()

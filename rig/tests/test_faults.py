@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rig import hostshare, paths, rundir, uartlog
+from rig import config, hostshare, paths, rundir, uartlog
 from rig.boot import BootRequest, boot
 
 NOT_A_KERNEL = os.urandom(4096)
@@ -95,7 +95,7 @@ def test_a_lock_someone_holds_is_named_with_its_holder_and_the_wait_can_end(tmp_
     try:
         assert holder.stdout.readline() == "held\n"
         rc, out = rig_boot("--no-baud-model", "--lock-timeout", "1",
-                           env={hostshare.LOCK_ENV: str(lock),
+                           env={config.VARIABLES["host_lock"]: str(lock),
                                 "RIG_RUNS": str(tmp_path / "runs")})
     finally:
         holder.kill()
@@ -107,7 +107,7 @@ def test_a_lock_someone_holds_is_named_with_its_holder_and_the_wait_can_end(tmp_
 
 
 def test_the_host_lock_is_private_and_never_followed_through_a_symlink(tmp_path, monkeypatch):
-    monkeypatch.delenv(hostshare.LOCK_ENV, raising=False)
+    monkeypatch.delenv(config.VARIABLES["host_lock"], raising=False)
     with hostshare.hold(alone=False, what="t"):
         path = hostshare.lock_path()
         assert path.parent == rundir.runtime_dir()
@@ -115,7 +115,7 @@ def test_the_host_lock_is_private_and_never_followed_through_a_symlink(tmp_path,
         assert oct(path.parent.stat().st_mode & 0o777) == "0o700"
     planted = tmp_path / "planted.lock"
     planted.symlink_to(tmp_path / "victim")
-    monkeypatch.setenv(hostshare.LOCK_ENV, str(planted))
+    monkeypatch.setenv(config.VARIABLES["host_lock"], str(planted))
     with pytest.raises(rundir.RunDirError, match=r"host lock .*planted.lock: Too many levels "
                                                  r"of symbolic links \(a symlink there is "
                                                  r"refused: remove it\)"):
@@ -133,7 +133,7 @@ def as_nobody(code: str) -> subprocess.CompletedProcess:
 
 
 def test_another_user_can_neither_take_nor_hold_the_host_lock(monkeypatch):
-    monkeypatch.delenv(hostshare.LOCK_ENV, raising=False)
+    monkeypatch.delenv(config.VARIABLES["host_lock"], raising=False)
     with hostshare.hold(alone=False):
         path = hostshare.lock_path()
     res = as_nobody(f"open({str(path)!r})")

@@ -3,7 +3,7 @@ mismatch report (on a real patched transcript)."""
 import lzma
 from pathlib import Path
 
-from rig import golden
+from rig import config, golden
 
 DATA = Path(__file__).parent / "data"
 
@@ -27,7 +27,7 @@ def test_a_real_transcript_normalizes_to_a_readable_parseable_log():
 
 
 def test_file_name_leaves_the_flavor_out_of_the_params(tmp_path, monkeypatch):
-    monkeypatch.setenv(golden.GOLDEN_DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(config.VARIABLES["golden_dir"], str(tmp_path))
     p = golden.file_name("test_module.py", "test_crash", {"flavor": "patched", "crash": "oops-nmi"},
                          "patched", 1)
     assert p == tmp_path / "test_module" / "test_crash-oops-nmi.patched.txt"

@@ -2,7 +2,7 @@
 import fcntl
 import os
 
-from rig import hostshare
+from rig import config, hostshare
 
 
 def try_lock(path, how) -> bool:
@@ -18,7 +18,7 @@ def try_lock(path, how) -> bool:
 
 def test_deterministic_boots_share_and_a_real_time_boot_is_alone(tmp_path, monkeypatch):
     lock = tmp_path / "host.lock"
-    monkeypatch.setenv(hostshare.LOCK_ENV, str(lock))
+    monkeypatch.setenv(config.VARIABLES["host_lock"], str(lock))
     with hostshare.hold(alone=False):
         assert try_lock(lock, fcntl.LOCK_SH), "a second deterministic boot must start"
         assert not try_lock(lock, fcntl.LOCK_EX), "a real-time boot must wait"
@@ -30,8 +30,8 @@ def test_deterministic_boots_share_and_a_real_time_boot_is_alone(tmp_path, monke
 def test_each_holder_logs_its_wait_and_hold(tmp_path, monkeypatch):
     import json
     log = tmp_path / "lock.jsonl"
-    monkeypatch.setenv(hostshare.LOCK_ENV, str(tmp_path / "host.lock"))
-    monkeypatch.setenv(hostshare.LOG_ENV, str(log))
+    monkeypatch.setenv(config.VARIABLES["host_lock"], str(tmp_path / "host.lock"))
+    monkeypatch.setenv(config.VARIABLES["host_lock_log"], str(log))
     with hostshare.hold(alone=True, what="S1-boot"):
         pass
     with hostshare.hold(alone=False, what="S2"):

@@ -4,6 +4,7 @@ the patches before it. The check runs once per series/source/config (cached
 like a build: `make series-check`); this test reads its verdicts."""
 import pytest
 
+from rig import config
 from rig.build.patching import read_series
 from rig.build.kernel import SERIES
 from rig.build.series_check import build_series_check
@@ -87,10 +88,10 @@ def test_mutant_applies_on_top_of_the_series(mutant):
 def test_unknown_mutant_is_named(monkeypatch):
     from rig.build import kernel
     from rig.build.runner import BuildError
-    monkeypatch.setenv("RIG_MUTANT", "no-such-mutant")
+    monkeypatch.setenv(config.VARIABLES["mutant"], "no-such-mutant")
     with pytest.raises(BuildError, match="mutants: ier-not-restored"):
         kernel.mutant()
-    monkeypatch.setenv("RIG_MUTANT", "ier-not-restored")
+    monkeypatch.setenv(config.VARIABLES["mutant"], "ier-not-restored")
     assert kernel.mutant().name == "ier-not-restored.patch"
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rig import backend, libvirt_stage, paths
+from rig import backend, config, libvirt_stage, paths
 from rig.boot import BootRequest, boot
 from rig.libvirt_domain import ZERO_UUID, DomainError, domain_xml, split_argv
 from rig.qemu_argv import MachineConfig, build_argv
@@ -67,7 +67,7 @@ def test_warm_reset_restarts_and_a_missing_console_is_named(tmp_path):
 
 
 def test_workers_take_the_uris_in_turn(monkeypatch):
-    monkeypatch.setenv(backend.ENV_URIS, "qemu+ssh://a/system,qemu+ssh://b/system")
+    monkeypatch.setenv(config.VARIABLES["libvirt_uris"], "qemu+ssh://a/system,qemu+ssh://b/system")
     for worker, uri in (("gw0", "a"), ("gw1", "b"), ("gw2", "a")):
         monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
         assert backend.uri_for_this_worker() == f"qemu+ssh://{uri}/system"
@@ -82,8 +82,8 @@ def rig_domains():
 @pytest.fixture
 def libvirt_backend(monkeypatch):
     subprocess.run(["sh", str(paths.REPO / "rig/start-libvirtd.sh")], check=True)
-    monkeypatch.setenv(backend.ENV_BACKEND, "libvirt")
-    monkeypatch.delenv(backend.ENV_URIS, raising=False)
+    monkeypatch.setenv(config.VARIABLES["backend"], "libvirt")
+    monkeypatch.delenv(config.VARIABLES["libvirt_uris"], raising=False)
     yield
     assert rig_domains() == [], "a rig domain outlived its boot"
 
