@@ -27,12 +27,12 @@ help:
 	@echo "make series-check  apply, checkpatch --strict and build kernel-patches/ patch by patch"
 	@echo "make flake-check   run the scenarios 5 times, fail if any verdict changes"
 	@echo "make mutants       run the scenarios on each kernel mutant; fail if one is not caught"
-	@echo "make golden      rerun the deterministic scenarios and rewrite golden/ (says what changed)"
+	@echo "make golden      rerun the golden scenarios and rewrite golden/ (says what changed)"
 	@echo "make replay RUN=DIR [GDB=1]  re-run a recorded boot, compare its evidence bytes"
 	@echo "make report [JUNIT=runs/junit.xml]  HTML page per kept run (verdicts, transcript, timeline) + index"
 	@echo "make libvirtd    start libvirtd (for pytest --backend libvirt) unless it runs"
 	@echo "make bench       printk latency/throughput (virtual time), time to verdict, rig diff speed (+ check)"
-	@echo "make determinism-check  deterministic scenarios 10 times: byte-identical evidence?"
+	@echo "make determinism-check  golden scenarios 10 times: byte-identical evidence?"
 	@echo "make clean       remove run directories;  make clean-cache  remove the build cache"
 
 deps:
@@ -82,7 +82,7 @@ build: deps
 demo: build
 	@$(RIG) boot --flavor patched
 
-# pytest-xdist workers, one per core: deterministic boots run side by side,
+# pytest-xdist workers, one per core: boots on the icount clock run side by side,
 # a real-time boot holds the host alone (rig/hostshare.py).
 WORKERS ?= $(shell nproc)
 

@@ -15,15 +15,10 @@ from rig import outcome as outcome_mod
 from rig import inputs as request_check
 from rig.build import artifacts
 from rig.machine import Phase, default_phases, panic_hold_phases, warm_reset_phases
-from rig.qemu_argv import MachineConfig
+from rig.qemu_argv import DEFAULT_ICOUNT_SHIFT, HOST_CLOCK, ICOUNT_CLOCK, MachineConfig
 from rig.rundir import BootResult, RunDir
 
 _counter = itertools.count()
-# -icount shift: 2^N ns of virtual time per instruction (docs/architecture.md, "Deterministic
-# mode": chosen by measurement).
-DEFAULT_ICOUNT_SHIFT = 4
-
-
 @dataclass
 class BootRequest:
     flavor: str = "patched"
@@ -31,7 +26,7 @@ class BootRequest:
     smp: int = 2
     memory_mb: int = 256
     accel: str = "tcg"            # tcg, kvm or auto (kvm only after a probe boot succeeds)
-    deterministic: bool = False
+    clock: str = HOST_CLOCK       # host, or icount: byte-identical runs (rig.qemu_argv)
     icount_shift: int = DEFAULT_ICOUNT_SHIFT
     baud_model: bool = True
     uart_props: Dict[str, str] = field(default_factory=dict)   # e.g. an NMI trigger
@@ -81,17 +76,17 @@ LITERAL_RE = re.compile(rb"[A-Za-z0-9 _:=.-]+")
 
 
 def device_triggers(req: BootRequest) -> BootRequest:
-    """In deterministic mode a host-timed QMP NMI becomes the UART's NMI
+    """On the icount clock a host-timed QMP NMI becomes the UART's NMI
     trigger on the same console text: QEMU's inject-nmi reaches the boot CPU
     (LINT1), so the UART aims at vCPU 0, right after the text's last byte."""
-    if not (req.deterministic and req.qmp_when):
+    if not (req.clock == ICOUNT_CLOCK and req.qmp_when):
         return req
     pattern, command, _ = req.qmp_when
     if command != "inject-nmi":
-        raise ValueError(f"deterministic mode cannot time the QMP command {command!r} "
+        raise ValueError(f"the icount clock cannot time the QMP command {command!r} "
                          f"from the host; only inject-nmi has a device trigger")
     if not LITERAL_RE.fullmatch(pattern):
-        raise ValueError(f"deterministic mode fires the NMI from the UART on literal "
+        raise ValueError(f"the icount clock fires the NMI from the UART on literal "
                          f"console text; {pattern!r} is a regular expression")
     props = dict(req.uart_props, **{"nmi-pattern": pattern.decode(), "nmi-cpu": "0"})
     return replace(req, qmp_when=None, uart_props=props)
@@ -99,7 +94,7 @@ def device_triggers(req: BootRequest) -> BootRequest:
 
 def slowness(req: BootRequest) -> float:
     """Phase timeouts are stretched this much (virtual time under -icount)."""
-    return 4.0 if req.deterministic else 1.0
+    return 4.0 if req.clock == ICOUNT_CLOCK else 1.0
 
 
 def machine_plan(req: BootRequest, qemu: Path, kernel: Path, initrd: Path, run_dir: Path,
@@ -107,7 +102,7 @@ def machine_plan(req: BootRequest, qemu: Path, kernel: Path, initrd: Path, run_d
     """The QEMU configuration, the phases and the phase hook of one boot."""
     cfg = MachineConfig(qemu=qemu, kernel=kernel, initrd=initrd, run_dir=run_dir,
                         cmdline=req.cmdline, smp=req.smp, memory_mb=req.memory_mb,
-                        accel=accel, deterministic=req.deterministic,
+                        accel=accel, clock=req.clock,
                         icount_shift=req.icount_shift, baud_model=req.baud_model,
                         uart_props=req.uart_props, warm_reset=req.warm_reset,
                         second_uart=req.second_uart)
@@ -188,8 +183,8 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
         "accel": accel,
         "backend": backend.selected(),
         **({"libvirt_uri": machine.uri} if hasattr(machine, "uri") else {}),
-        "deterministic": req.deterministic,
-        "icount_shift": req.icount_shift if req.deterministic else None,
+        "clock": req.clock,
+        "icount_shift": req.icount_shift if req.clock == ICOUNT_CLOCK else None,
         "baud_model": req.baud_model,
         "snapshot": inputs["snapshot"]["key"] if restorable else None,
         "kernel": {"release": kernel["outputs"]["kernel_release"],

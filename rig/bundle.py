@@ -16,9 +16,10 @@ from typing import Dict, List, Optional, Tuple
 
 from rig import config, paths
 from rig.build.cache import sha256_file
+from rig.qemu_argv import ICOUNT_CLOCK
 from rig.rundir import RunDir
 
-FORMAT = 1
+FORMAT = 2          # 2: the request names its clock
 NAME = RunDir.BUNDLE
 # The evidence files a replay must reproduce byte for byte; the second
 # console's only boots with the second console UART (BootRequest.second_uart).
@@ -92,7 +93,7 @@ def write(run_dir: Path, req, cfg, argv: List[str], inputs: Dict[str, Dict]) -> 
         "cmdline": argv[argv.index("-append") + 1],
         "determinism": ({"icount_shift": cfg.icount_shift,
                          "rtc_base": "2000-01-01T00:00:00, clock=vm"}
-                        if cfg.deterministic else None),
+                        if cfg.clock == ICOUNT_CLOCK else None),
         "inputs": inputs,
         "evidence": None,
     }

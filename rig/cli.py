@@ -4,7 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rig import paths, rundir
+from rig import boot_options, paths, rundir
 
 
 def cmd_build(args) -> int:
@@ -48,21 +48,21 @@ def report_series_check(force: bool) -> bool:
 
 
 def cmd_boot(args) -> int:
+    from rig import boot_options
     from rig.boot import BootRequest, boot
+    from rig.build import custom
     from rig.checks import boot_checks
-    if args.kernel:
-        from rig.build import custom
-        custom.use(args.kernel, args.kernel_build)
+    from rig.qemu_argv import HOST_CLOCK
+    option = lambda name: getattr(args, name)      # noqa: E731
+    if boot_options.apply(option):
         args.flavor = custom.CUSTOM
-    if args.backend or args.libvirt_uri:
-        from rig import backend
-        backend.choose(args.backend or "libvirt", args.libvirt_uri or [])
     req = BootRequest(flavor=args.flavor, cmdline=" ".join(args.cmdline), smp=args.smp,
                       memory_mb=args.memory, accel=args.accel,
-                      deterministic=args.deterministic, icount_shift=args.icount_shift,
+                      clock=args.clock or HOST_CLOCK,
+                      icount_shift=boot_options.icount_shift(option),
                       baud_model=not args.no_baud_model,
                       init_timeout_s=args.init_timeout,
-                      name=args.name, snapshot=args.snapshot, min_free_mb=args.min_free,
+                      name=args.name, snapshot=args.snapshot == "on", min_free_mb=args.min_free,
                       lock_timeout_s=args.lock_timeout)
     from rig import inputs
     inputs.check(req.smp, req.memory_mb, req.cmdline, {})     # before a word is printed
@@ -133,9 +133,9 @@ def cmd_replay(args) -> int:
 
 
 def cmd_golden(args) -> int:
-    """Rewrite golden/ from fresh deterministic runs and say what changed."""
+    """Rewrite golden/ from fresh runs of the golden scenarios and say what changed."""
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-            "-m", "deterministic", "--golden=update"]
+            "-m", "golden", "--golden=update"]
     for flavor in args.flavor or []:
         argv += ["--flavor", flavor]
     extra = pytest_extra(args)
@@ -203,39 +203,20 @@ def build_parser() -> argparse.ArgumentParser:
                         "Exit 0 they hold, 1 they do not, 2 bad input or no room to run, 3 the "
                         "run's evidence is incomplete (rig-error: no verdict).")
     bo.add_argument("--flavor", choices=paths.FLAVORS, default="patched")
-    bo.add_argument("--kernel", metavar="BZIMAGE",
-                    help="boot this kernel image instead of a flavor (the module is built "
-                         "against --kernel-build)")
-    bo.add_argument("--kernel-build", metavar="DIR",
-                    help="build directory of --kernel (default: the tree above "
-                         "arch/x86/boot/bzImage)")
+    boot_options.add_to(bo.add_argument)
     bo.add_argument("--cmdline", action="append", default=[],
                     help="extra kernel parameters, e.g. 'rig.steps=kmsg,sleep' (repeatable)")
     bo.add_argument("--smp", type=int, default=2, help="vCPUs (default 2)")
     bo.add_argument("--memory", type=int, default=256, help="guest RAM in MiB (default 256)")
     bo.add_argument("--accel", choices=["tcg", "kvm", "auto"], default="tcg",
                     help="tcg (default); kvm or auto only after a probe boot succeeds")
-    bo.add_argument("--deterministic", action="store_true",
-                    help="instruction-counted virtual time (-icount) for repeatable runs")
-    bo.add_argument("--icount-shift", type=int, default=0, metavar="N",
-                    help="with --deterministic: 2^N ns of virtual time per instruction")
     bo.add_argument("--no-baud-model", action="store_true",
                     help="let the console UART transmit at once instead of at 115200 baud")
     bo.add_argument("--init-timeout", type=float, default=60.0,
                     help="seconds the init phase may take before it counts as hung")
-    bo.add_argument("--backend", choices=["direct", "libvirt"],
-                    help="what starts QEMU (default direct; libvirt: a transient domain)")
-    bo.add_argument("--libvirt-uri", action="append", metavar="URI",
-                    help="libvirt URI (default qemu:///system)")
-    bo.add_argument("--snapshot", action="store_true",
-                    help="start from the VM saved at init's snapshot point (built once per "
-                         "machine and boot parameters) instead of booting")
     bo.add_argument("--min-free", type=int, default=rundir.DEFAULT_MIN_FREE_MB, metavar="MIB",
                     help="refuse to boot with less free space for the run directory "
                          f"(default {rundir.DEFAULT_MIN_FREE_MB} MiB)")
-    bo.add_argument("--lock-timeout", type=float, metavar="SECONDS",
-                    help="give up waiting for the host lock after this long, naming who "
-                         "holds it (default: wait)")
     bo.add_argument("--name", default="boot", help="name part of the run directory")
     bo.add_argument("--quiet", action="store_true", help="do not print the console live")
     bo.set_defaults(func=cmd_boot)
@@ -310,17 +291,17 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--quiet", action="store_true", help="do not print the console live")
     rp.set_defaults(func=cmd_replay)
 
-    g = sub.add_parser("golden", help="rewrite golden/ from deterministic runs",
-                       description="Run the deterministic scenarios with --golden=update: "
+    g = sub.add_parser("golden", help="rewrite golden/ from runs of the golden scenarios",
+                       description="Run the golden scenarios with --golden=update: "
                                    "each boot's normalized transcript replaces its golden "
                                    "file; prints what is new or changed.")
     g.add_argument("--flavor", action="append", choices=paths.FLAVORS)
     g.add_argument("pytest_args", nargs=argparse.REMAINDER, help="more pytest arguments after --")
     g.set_defaults(func=cmd_golden)
 
-    de = sub.add_parser("determinism", help="run the deterministic scenarios N times, "
+    de = sub.add_parser("determinism", help="run the golden scenarios N times, "
                                             "compare every boot's evidence bytes",
-                        description="Run pytest -m deterministic N times; exit 1 if any "
+                        description="Run pytest -m golden N times; exit 1 if any "
                                     "boot's console.log, uart.log or side.bin differs "
                                     "between runs (naming the first difference).")
     de.add_argument("--runs", type=int, default=10)

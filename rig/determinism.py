@@ -1,4 +1,4 @@
-"""rig determinism: run the deterministic scenarios N times and check that
+"""rig determinism: run the golden scenarios N times and check that
 every boot's evidence (transcript, register log, side channel) is
 byte-identical from run to run.
 
@@ -71,10 +71,10 @@ def main(runs: int, out_dir: Path, pytest_args: List[str]) -> int:
     failed_tests = set()
     for i in range(1, runs + 1):
         runs_dir, junit = out_dir / f"run-{i}", out_dir / f"run-{i}.xml"
-        print(f"[determinism] run {i}/{runs}: pytest -m deterministic {' '.join(pytest_args)}",
+        print(f"[determinism] run {i}/{runs}: pytest -m golden {' '.join(pytest_args)}",
               flush=True)
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        "-m", "deterministic", "--keep-runs",
+                        "-m", "golden", "--keep-runs",
                         f"--junitxml={junit}"] + pytest_args,
                        env=config.environ(runs_root=str(runs_dir)))
         failed_tests |= {t for t, v in verdicts(junit).items() if v not in ("passed", "xfailed")}

@@ -1,10 +1,11 @@
 """Who may run beside whom on this host.
 
-A real-time boot (no -icount) keeps virtual time with the host's clock, so a
-second QEMU on the same cores stretches what the guest sees: a vCPU is
+A boot on the host's clock (no -icount) keeps virtual time with the host's,
+so a second QEMU on the same cores stretches what the guest sees: a vCPU is
 descheduled mid-line, a timer fires late, the kernel warns about calibration.
-Such a boot therefore holds the host alone (an exclusive lock); deterministic
-boots, whose virtual time counts instructions, share it with each other. The
+Such a boot therefore holds the host alone (an exclusive lock); boots on the
+icount clock, whose virtual time counts instructions, share it with each
+other (alone_on). The
 lock is an flock(2) on one file per user, so it spans pytest-xdist workers,
 `rig` commands and CI jobs alike, and it goes with the process that holds it.
 
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from rig import config, rundir
+from rig.qemu_argv import ICOUNT_CLOCK
 
 LOCK_NAME = "host.lock"
 POLL_S = 0.2
@@ -102,10 +104,15 @@ def wait_for(fd: int, mode: int, path: Path, timeout_s: Optional[float], what: s
         time.sleep(POLL_S)
 
 
+def alone_on(clock: str) -> bool:
+    """Whether a boot on this clock must have the host to itself."""
+    return clock != ICOUNT_CLOCK
+
+
 @contextmanager
 def hold(alone: bool, what: str = "", timeout_s: Optional[float] = None):
-    """Exclusive for a real-time boot (alone=True), shared for a deterministic
-    one; what names the holder in the log and in wait reports."""
+    """Exclusive for a boot on the host's clock (alone=True), shared for one
+    on the icount clock; what names the holder in the log and in wait reports."""
     path = lock_path()
     fd = open_lock(path)
     asked, got = time.monotonic(), None

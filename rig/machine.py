@@ -234,7 +234,7 @@ class Machine:
 
     def __enter__(self) -> "Machine":
         with contextlib.ExitStack() as stack:
-            stack.enter_context(hostshare.hold(alone=not self.cfg.deterministic,
+            stack.enter_context(hostshare.hold(alone=hostshare.alone_on(self.cfg.clock),
                                                 what=self.cfg.run_dir.name,
                                                 timeout_s=self.lock_timeout_s))
             self.start()

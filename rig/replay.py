@@ -150,7 +150,7 @@ def replay(where: Path, gdb_port: Optional[int] = None, live=None, out=None) -> 
               f"  (then for example: break panic, continue)", file=out, flush=True)
     print(f"[replay] {recorded_dir} -> {run_dir}", file=out, flush=True)
     if not b.get("determinism"):
-        print("[replay] note: the run was not deterministic (no -icount): its evidence "
+        print("[replay] note: the run ran on the host's clock (no -icount): its evidence "
               "is not expected to repeat byte for byte", file=out)
     machine = Machine(cfg, phases, live=live, on_phase=on_phase, argv=argv, prelude=prelude)
     bundle.write(run_dir, req, cfg, argv, {r: dict(b["inputs"][r], path=str(p))

@@ -31,7 +31,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 from rig import protocol, rundir
 from rig.build.cache import Step, ensure, sha256_bytes, sha256_file
 from rig.machine import Machine, Phase, default_phases, last_lines
-from rig.qemu_argv import CONSOLE_UART_QOM, VCPU_SLICE_NS, MachineConfig
+from rig.qemu_argv import CONSOLE_UART_QOM, ICOUNT_CLOCK, VCPU_SLICE_NS, MachineConfig
 from rig.qmp import QMPClient, QMPError
 from rig.rundir import RunDir
 
@@ -91,7 +91,8 @@ def template_step(flavor: str, cfg: MachineConfig, inputs: Dict[str, str]) -> St
     return Step(f"snapshot-{flavor}", dict(
         inputs,
         machine=f"smp {cfg.smp}, {cfg.memory_mb} MB, {cfg.accel}, " +
-        (f"icount shift {cfg.icount_shift}, vCPU slice {VCPU_SLICE_NS} ns" if cfg.deterministic
+        (f"icount shift {cfg.icount_shift}, vCPU slice {VCPU_SLICE_NS} ns"
+         if cfg.clock == ICOUNT_CLOCK
          else "no icount") +
         f", baud model {'on' if cfg.baud_model else 'off'}",
         uart=",".join(f"{k}={v}" for k, v in sorted(machine_props(cfg.uart_props).items())),

@@ -7,8 +7,9 @@ from typing import Optional
 
 import pytest
 
-from rig.boot import DEFAULT_ICOUNT_SHIFT, BootRequest, boot
-from rig import golden, paths
+from rig.boot import BootRequest, boot
+from rig import boot_options, golden, paths
+from rig.qemu_argv import HOST_CLOCK, ICOUNT_CLOCK
 from rig.rundir import RunDir
 from rig.build import artifacts, custom
 from rig.build.runner import BuildError
@@ -46,7 +47,7 @@ def rig_boot(request):
             pytest.fail(f"the rig's evidence of this run is incomplete, no verdict: "
                         f"{result.outcome.detail} (run directory {result.run_dir})",
                         pytrace=False)
-        if req.deterministic:
+        if req.clock == ICOUNT_CLOCK:
             compare_golden(request, result, len(dirs))
         return result
     yield run
@@ -58,7 +59,7 @@ def rig_boot(request):
 
 
 def compare_golden(request, result, boot_no: int) -> None:
-    """A deterministic boot of a `deterministic` test is compared with its
+    """A boot on the icount clock of a `golden` test is compared with its
     golden transcript (--golden=check) or recorded (--golden=update). Not with
     --icount-shift (other timing, other transcript), nor for a --kernel, nor
     for a boot that did not start from a snapshot (--snapshot off, the
@@ -67,7 +68,7 @@ def compare_golden(request, result, boot_no: int) -> None:
     point (docs/architecture.md, "Snapshot restore")."""
     config, node = request.config, request.node
     mode = config.getoption("golden")
-    if (mode == "off" or node.get_closest_marker("deterministic") is None
+    if (mode == "off" or node.get_closest_marker("golden") is None
             or config.getoption("icount_shift") is not None
             or result.summary["flavor"] not in paths.FLAVORS):
         return
@@ -111,13 +112,15 @@ def rig_run(rig_boot, request):
     every run; returns the parsed Evidence."""
     def run(flavor: str, name: str, steps: str, extra: str = "", expect: str = "clean",
             smp: int = 2, uart_props=None, qmp_when=None, baud_model: bool = True,
-            deterministic: Optional[bool] = None, icount_shift: Optional[int] = None,
+            clock: Optional[str] = None, icount_shift: Optional[int] = None,
             warm_reset: bool = False, panic_hold: bool = False, second_uart: bool = False,
             **module) -> Evidence:
-        deterministic, icount_shift = determinism(request, deterministic, icount_shift)
+        clock = clock_of(request, clock)
         req = BootRequest(flavor=flavor, name=name, smp=smp, uart_props=uart_props or {},
                           qmp_when=qmp_when, baud_model=baud_model,
-                          deterministic=deterministic, icount_shift=icount_shift,
+                          clock=clock,
+                          icount_shift=boot_options.icount_shift(request.config.getoption,
+                                                                 icount_shift),
                           warm_reset=warm_reset, panic_hold=panic_hold, second_uart=second_uart,
                           snapshot=request.config.getoption("snapshot") == "on",
                           cmdline=f"rig.steps={steps} {cmdline(scen=name, **module)} {extra}")
@@ -133,18 +136,16 @@ def rig_run(rig_boot, request):
     return run
 
 
-def determinism(request, deterministic: Optional[bool], icount_shift: Optional[int]):
-    """A boot is deterministic when the scenario asks (True), or, unless it
-    says False, when its test carries the `deterministic` marker (the panic
-    and NMI scenarios); always with --deterministic. --icount-shift overrides
-    every shift."""
-    if deterministic is None:
-        deterministic = request.node.get_closest_marker("deterministic") is not None
-    deterministic = deterministic or request.config.getoption("deterministic")
-    forced = request.config.getoption("icount_shift")
-    if forced is not None:
-        return deterministic, forced
-    return deterministic, DEFAULT_ICOUNT_SHIFT if icount_shift is None else icount_shift
+def clock_of(request, clock: Optional[str]) -> str:
+    """A boot's clock: --clock if given; else the one the scenario asks for;
+    else icount for a test with golden transcripts (the `golden` marker: the
+    panic and NMI scenarios), the host's for the others."""
+    forced = request.config.getoption("clock")
+    if forced:
+        return forced
+    if clock:
+        return clock
+    return ICOUNT_CLOCK if request.node.get_closest_marker("golden") else HOST_CLOCK
 
 
 @pytest.fixture

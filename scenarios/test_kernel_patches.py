@@ -27,13 +27,13 @@ BACKLOG = dict(flood_count=FLOOD, flood_cpus=mask([0]), flood_wait=False, flood_
                nmi_cpus=mask([1]), nmi_level=3, markers=True, printer_cpu=0)
 
 
-@pytest.mark.deterministic
+@pytest.mark.golden
 def test_nmi_error_reaches_the_wire_ahead_of_the_backlog(rig_run):
     # Deterministic: the NMI's emergency write waits a bounded time for the
     # printer to hand the console over between two bytes, and under TCG a
     # host that deschedules vCPU 0 for longer made it give up (the record
     # then goes out in order, as designed, but this test is about the handover).
-    ev = rig_run("patched", "nmi-backlog", "run", deterministic=True, **BACKLOG)
+    ev = rig_run("patched", "nmi-backlog", "run", clock="icount", **BACKLOG)
     tagged = ev.tagged("nmi-backlog")
     nmi = [(i, ln, t) for i, (ln, t) in enumerate(tagged) if t.ctx == "nmi"]
     assert len(nmi) == 1, (f"records once: the NMI's line is on the console {len(nmi)} times, "
@@ -54,7 +54,7 @@ def test_nmi_error_reaches_the_wire_ahead_of_the_backlog(rig_run):
         f"{len(set(flood))} distinct ({ev.where()})")
 
 
-@pytest.mark.deterministic
+@pytest.mark.golden
 def test_vanilla_runs_the_module_and_prints_in_the_callers_context(rig_run):
     ev = rig_run("vanilla", "nmi-backlog", "run", **BACKLOG)
     tagged = ev.tagged("nmi-backlog")
@@ -80,7 +80,7 @@ WRITER_VICTIM = "rigprintk: scen=nmi-writer cpu=0 ctx=task seq=5 "
 
 @pytest.mark.nmi
 @pytest.mark.emergency
-@pytest.mark.deterministic
+@pytest.mark.golden
 @pytest.mark.parametrize("write", ["thread", "atomic"])
 def test_nmi_on_the_writing_cpu_defers_its_record_without_loss(rig_run, flavor, write):
     # thread: INFO lines, written by the printer thread (patched, pinned to
@@ -110,7 +110,7 @@ def test_nmi_on_the_writing_cpu_defers_its_record_without_loss(rig_run, flavor, 
 
 # --- legacy consoles are printed by the printer thread -------------------------------
 
-@pytest.mark.deterministic
+@pytest.mark.golden
 def test_legacy_console_is_printed_by_the_printer_thread(rig_run, flavor, lacks):
     lacks("vanilla", "legacy consoles are printed in the printk() caller's context "
                      "(6.12 has the legacy printer thread only on PREEMPT_RT)")
@@ -136,7 +136,7 @@ def test_legacy_console_is_printed_by_the_printer_thread(rig_run, flavor, lacks)
 DELAY_MS = 40
 
 
-@pytest.mark.deterministic
+@pytest.mark.golden
 def test_timestamp_is_the_time_of_the_call(rig_run, flavor, like):
     ev = rig_run(flavor, "stamp", "printk,run,kmsg",
                    extra=f"rig.printk_delay={DELAY_MS}", flood_count=5, flood_cpus=mask([0]),

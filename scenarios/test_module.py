@@ -9,7 +9,7 @@ import pytest
 
 from rig.rigprintk import mask
 
-pytestmark = [pytest.mark.boots, pytest.mark.panic, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.panic, pytest.mark.golden]
 
 # While both CPUs flood: the crash always happens with another CPU printing.
 FLOOD = dict(flood_count=300, flood_wait=False, flood_backlog_ms=100)

@@ -18,7 +18,7 @@ from rig.rigprintk import mask, parse_tag
 # Deterministic (-icount): without it a host that deschedules the printer's
 # vCPU for longer than an emergency write waits (2 ms) makes the NMI's
 # record go to the printer, written by the other vCPU (seen once in CI).
-pytestmark = [pytest.mark.boots, pytest.mark.cpuid, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.cpuid, pytest.mark.golden]
 
 CPU_FIELD = re.compile(r"^\[\s*\d+\.\d{6}\] \d{3}: ")
 

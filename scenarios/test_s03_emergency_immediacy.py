@@ -8,7 +8,7 @@ import pytest
 
 from rig.properties import assert_immediate, single
 
-pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.golden]
 
 
 def test_s3_emergency_line_is_written_during_the_call(rig_run, flavor):

@@ -19,12 +19,12 @@ from rig.protocol import MARK_BEFORE
 from rig.rigprintk import mask, stats
 from rig.wire import line_latency, marker
 
-pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.golden]
 
 FLOOD = 1200
 BACKLOG = dict(flood_count=FLOOD, flood_cpus=mask([0]), flood_wait=False,
                flood_backlog_ms=300, single_level=3, stamp=True, markers=True,
-               deterministic=True)
+               clock="icount")
 LATENCY_BOUND = 1.1
 
 

@@ -28,7 +28,7 @@ from rig.protocol import MARK_SPIN_BEGIN, MARK_SPIN_END
 from rig.rigprintk import mask
 from rig.wire import marker
 
-pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.emergency, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.emergency, pytest.mark.golden]
 
 WEDGED = 0
 
@@ -38,7 +38,7 @@ def test_s6_nmi_message_on_the_wire_while_the_cpu_spins(rig_run, flavor, like, l
                                                        nmi_from):
     if nmi_from == "host":
         lacks("vanilla", "printk() in NMI is deferred to irq_work (no atomic console)")
-    ev = rig_run(flavor, "S6", "run", deterministic=None if nmi_from == "uart" else False,
+    ev = rig_run(flavor, "S6", "run", clock=None if nmi_from == "uart" else "host",
                  spin_cpu=WEDGED, spin_ms=300, printer_cpu=1, unknown_nmi=True,
                  unknown_nmi_cpus=mask([WEDGED]), nmi_level=3,
                  qmp_when=(rb"cpu 0 spins with interrupts off", "inject-nmi", {}))

@@ -14,7 +14,7 @@ import pytest
 from rig.properties import assert_ier_restored
 from rig.rigprintk import mask
 
-pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.emergency, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.emergency, pytest.mark.golden]
 
 VICTIM = "rigprintk: scen=S7 cpu=0 ctx=task seq=5 "
 OFFSET = 40
@@ -24,7 +24,7 @@ def test_s7_emergency_line_interrupts_a_line(rig_run, flavor, lacks):
     lacks("vanilla", "printk() in NMI is deferred: no emergency line in mid-line")
     ev = rig_run(flavor, "S7", "run", flood_count=10, flood_cpus=mask([0]), flood_len=120,
                  printer_cpu=0, unknown_nmi=True, unknown_nmi_cpus=mask([1]), nmi_level=3,
-                 deterministic=True,
+                 clock="icount",
                  uart_props={"nmi-pattern": VICTIM, "nmi-pattern-offset": str(OFFSET),
                              "nmi-cpu": "1"})
     fired = [r for r in ev.log.records if r.reg == "NMI"]

@@ -14,7 +14,7 @@ from rig.properties import assert_contiguous
 # Deterministic (-icount): the same run every time, its boots run beside the
 # other deterministic ones (rig/hostshare.py), and its wire-bound waits take
 # less wall time than in real time.
-pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.cpuid, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.cpuid, pytest.mark.golden]
 
 CPUS, COUNT = 4, 100
 

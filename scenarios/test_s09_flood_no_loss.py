@@ -20,7 +20,7 @@ from rig.rigprintk import mask
 # Deterministic (-icount): the same run every time, its boots run beside the
 # other deterministic ones (rig/hostshare.py), and its wire-bound waits take
 # less wall time than in real time.
-pytestmark = [pytest.mark.boots, pytest.mark.noloss, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.noloss, pytest.mark.golden]
 
 COUNT, EVERY = 3000, 100
 

@@ -24,7 +24,7 @@ import pytest
 from rig import logparse
 from rig.rigprintk import mask, parse_tag
 
-pytestmark = [pytest.mark.boots, pytest.mark.panic, pytest.mark.nmi, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.panic, pytest.mark.nmi, pytest.mark.golden]
 
 PANIC = "Kernel panic - not syncing: rigprintk: panic in NMI on CPU 1"
 
@@ -81,7 +81,7 @@ def test_s10_kmsg_dump_keeps_the_panic_in_ramoops_across_a_warm_reset(rig_run, f
     # host-timed number of times (the boot after the reset started 8 ms of
     # virtual time apart between two runs).
     ev = rig_run(flavor, "S10-ramoops", "pstore,run", extra=RAMOOPS, warm_reset=True,
-                 deterministic=False,
+                 clock="host",
                  crash="panic-nmi", crash_cpu=1, flood_count=100, flood_cpus=mask([0]),
                  flood_wait=False, flood_backlog_ms=50)
     assert "GUEST_PANICKED" in ev.result.outcome.events, (

@@ -50,7 +50,7 @@ def obs(rig_run, flavor, kmsg_runs):
     # Deterministic, to share the host with the other deterministic boots;
     # not golden-compared: whichever test comes first boots it.
     if flavor not in kmsg_runs:
-        ev = rig_run(flavor, "S11", "kmsgtest", deterministic=True)
+        ev = rig_run(flavor, "S11", "kmsgtest", clock="icount")
         kmsg_runs[flavor] = (ev, observations(ev, "kmsgtest"))
     return kmsg_runs[flavor]
 

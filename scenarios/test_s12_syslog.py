@@ -80,7 +80,7 @@ def syslog(rig_run, flavor, syslog_runs):
     # Deterministic, to share the host with the other deterministic boots;
     # not golden-compared: whichever test comes first boots it.
     if flavor not in syslog_runs:
-        ev = rig_run(flavor, "S12", "syslogtest", deterministic=True)
+        ev = rig_run(flavor, "S12", "syslogtest", clock="icount")
         syslog_runs[flavor] = (ev,) + parse_syslogtest(ev.side.section("syslogtest"))
     return syslog_runs[flavor]
 

@@ -21,7 +21,7 @@ from rig.rigprintk import mask, parse_tag
 # Deterministic (-icount): the same run every time, its boots run beside the
 # other deterministic ones (rig/hostshare.py), and its wire-bound waits take
 # less wall time than in real time.
-pytestmark = [pytest.mark.boots, pytest.mark.noloss, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.noloss, pytest.mark.golden]
 
 COUNT = 1500
 FLOOD = dict(flood_count=COUNT, flood_cpus=mask([0]), flood_len=100, baud_model=False)

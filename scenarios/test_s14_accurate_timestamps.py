@@ -25,7 +25,7 @@ from rig.protocol import MARK_SELF_NMI, MARK_SPIN_END
 from rig.rigprintk import parse_tag
 from rig.wire import marker
 
-pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.golden]
 
 SPIN_MS = 400
 DONE_RE = re.compile(r"cpu 1 spin done begin_ns=(\d+) end_ns=(\d+)")

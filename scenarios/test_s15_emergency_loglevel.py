@@ -11,7 +11,7 @@ from rig.properties import assert_deferred, assert_immediate, single
 # Deterministic (-icount): the same run every time, its boots run beside the
 # other deterministic ones (rig/hostshare.py), and its wire-bound waits take
 # less wall time than in real time.
-pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.golden]
 
 NO_CONTROL = "no emergency loglevel: no emergency_loglevel=, four fields in the printk sysctl"
 

@@ -14,7 +14,7 @@ from rig import logparse
 # Deterministic (-icount): the same run every time, its boots run beside the
 # other deterministic ones (rig/hostshare.py), and its wire-bound waits take
 # less wall time than in real time.
-pytestmark = [pytest.mark.boots, pytest.mark.kmsg, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.kmsg, pytest.mark.golden]
 
 LEVELS = ["emerg", "alert", "crit", "err", "warn", "notice", "info", "debug"]
 FACILITIES = ["kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp",

@@ -5,7 +5,7 @@ import pytest
 
 from rig.rigprintk import mask, parse_tag
 
-pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.golden]
 
 
 def test_s17_suppressed_records_are_not_dropped_and_emerg_gets_through(rig_run, flavor):

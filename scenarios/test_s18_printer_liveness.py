@@ -49,7 +49,7 @@ CASES = {
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_s18_printers_print_the_backlog_by_themselves(rig_run, flavor, like, case):
-    ev = rig_run(flavor, "S18", "run", deterministic=True, flood_count=COUNT,
+    ev = rig_run(flavor, "S18", "run", clock="icount", flood_count=COUNT,
                  flood_cpus=mask([0]), flood_len=PAD, liveness_ms=QUIET_MS, **CASES[case])
     if case == "abandoned-section":
         left = [ln for ln in ev.transcript.lines

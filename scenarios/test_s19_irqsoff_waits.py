@@ -48,7 +48,7 @@ DELAYS_US = [2000, 1900, 1600, 1500]
 def test_s19_no_cpu_waits_for_another_with_interrupts_off(rig_run, flavor, lacks, delay_us):
     lacks("vanilla", "a printk() caller with interrupts off spins for the console lock "
           "holder to finish its record before it prints (console_trylock_spinning)")
-    ev = rig_run(flavor, "S19", "run", deterministic=True, flood_count=30, flood_level=3,
+    ev = rig_run(flavor, "S19", "run", clock="icount", flood_count=30, flood_level=3,
                  flood_len=20, flood_delay_us=delay_us, markers=True, nmi_markers=True,
                  flood_cpus=mask([0]),
                  flood_irqsoff=True, flood_wait=False, flood_backlog_ms=20, sysrq_cpu=1)

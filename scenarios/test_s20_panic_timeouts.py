@@ -19,7 +19,7 @@ import pytest
 
 from rig.rigprintk import mask
 
-pytestmark = [pytest.mark.boots, pytest.mark.panic, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.panic, pytest.mark.golden]
 
 PANIC = "Kernel panic - not syncing: rigprintk: panic-task on CPU"
 REBOOTING = "Rebooting in 5 seconds.."

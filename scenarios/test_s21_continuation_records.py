@@ -27,7 +27,7 @@ import pytest
 from rig.properties import assert_immediate, assert_written_by_its_cpu_or_handed
 from rig.rigprintk import mask, parse_tag
 
-pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.golden]
 
 COUNT = 10
 CONT_CPU = 1

@@ -20,13 +20,13 @@ import pytest
 from rig.properties import assert_ousted_writer_keeps_off
 from rig.rigprintk import mask
 
-pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.golden]
 
 READS = {"log-reads": "on"}
 VICTIM = "rigprintk: scen=S22 cpu=1 ctx=task seq=3 "
 SETUPS = {
     "task": dict(flood_count=80, flood_delay_us=3000, flood_emerg_every=4,
-                 flood_emerg_level=3, uart_props=READS, deterministic=False),
+                 flood_emerg_level=3, uart_props=READS, clock="host"),
     "nmi": dict(flood_count=10, flood_len=120, unknown_nmi=True, unknown_nmi_cpus=mask([1]),
                 nmi_level=3, uart_props=dict(READS, **{"nmi-pattern": VICTIM,
                                                         "nmi-pattern-offset": "40",

@@ -22,7 +22,7 @@ from rig.properties import assert_boot_console_prints_when_stored, assert_record
 # PIT the same way every time, so the guest clock runs before ttyS0 is
 # registered; in real time a busy host makes that calibration fall back and
 # leaves every early record at 0.000000.
-pytestmark = [pytest.mark.boots, pytest.mark.deterministic]
+pytestmark = [pytest.mark.boots, pytest.mark.golden]
 
 EARLYCON = "earlycon=uart8250,io,0x3f8,115200"
 REAL_CONSOLE = "console [ttyS0] enabled"

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional
 
 from rig.boot import BootRequest, boot
+from rig.qemu_argv import ICOUNT_CLOCK
 from rig.evidence import Evidence
 from rig.protocol import MARK_BEFORE
 from rig.rigprintk import cmdline, mask, stats
@@ -73,7 +74,7 @@ def clean_boot(req: BootRequest, what: str) -> Evidence:
 
 
 def run_boot(flavor: str, name: str, timeout_s: float, **module) -> Evidence:
-    return clean_boot(BootRequest(flavor=flavor, name=name, deterministic=True,
+    return clean_boot(BootRequest(flavor=flavor, name=name, clock=ICOUNT_CLOCK,
                                   icount_shift=ICOUNT_SHIFT, init_timeout_s=timeout_s,
                                   cmdline=f"rig.steps=run {LOG_BUF} "
                                           f"{cmdline(scen=name, **module)}"), name)
@@ -109,7 +110,7 @@ def ringbuffer_stress(flavor: str, records: int) -> Evidence:
     """One boot of the bench initramfs: rig-preinit loads prbstress, whose init
     function runs the test per writer count, then rig-init dumps /dev/kmsg."""
     writers = ",".join(map(str, STRESS_WRITERS))
-    return clean_boot(BootRequest(flavor=flavor, name="bench-prbstress", deterministic=True,
+    return clean_boot(BootRequest(flavor=flavor, name="bench-prbstress", clock=ICOUNT_CLOCK,
                                   icount_shift=ICOUNT_SHIFT, smp=STRESS_SMP, initramfs="bench",
                                   init_timeout_s=120,
                                   cmdline=f"rig.steps=kmsg rdinit=/bin/rig-preinit -- "

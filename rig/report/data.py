@@ -211,7 +211,7 @@ def gather(run_dir: Path, test_verdict: Optional[dict] = None) -> dict:
         "test": run.bundle.get("test"),
         "kernel": run.summary.get("kernel", {}).get("release", "?"),
         "outcome": {"class": run.outcome.cls, "detail": run.outcome.detail},
-        "deterministic": run.summary.get("deterministic", False),
+        "clock": run.summary.get("clock", "host"),
         "cpus": run.smp,
         "properties": props,
         "verdict": verdict(props, run.outcome.cls),

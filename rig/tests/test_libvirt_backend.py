@@ -28,7 +28,7 @@ def direct_argv(tmp_path, **kw):
     return build_argv(MachineConfig(qemu=tmp_path / "qemu", kernel=tmp_path / "bzImage",
                                     initrd=tmp_path / "initrd", run_dir=tmp_path,
                                     cmdline="rig.steps=kmsg", smp=3, memory_mb=300,
-                                    deterministic=True, icount_shift=4, **kw))
+                                    clock="icount", icount_shift=4, **kw))
 
 
 def test_domain_takes_what_libvirt_models_and_passes_the_rest(tmp_path):

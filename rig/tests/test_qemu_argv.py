@@ -63,7 +63,7 @@ def test_firmware_dirs_become_L_flags():
 
 
 def test_deterministic_adds_icount_and_vm_clock_rtc():
-    argv = build_argv(cfg(deterministic=True, icount_shift=3))
+    argv = build_argv(cfg(clock="icount", icount_shift=3))
     assert value_after(argv, "-icount") == ["shift=3,sleep=off,align=off"]
     assert value_after(argv, "-rtc") == ["base=2000-01-01T00:00:00,clock=vm"]
 
@@ -72,7 +72,7 @@ def test_bad_accel_combinations_are_refused():
     with pytest.raises(ValueError, match="tcg or kvm"):
         build_argv(cfg(accel="hvf"))
     with pytest.raises(ValueError, match="needs TCG"):
-        build_argv(cfg(accel="kvm", deterministic=True))
+        build_argv(cfg(accel="kvm", clock="icount"))
 
 
 def test_warm_reset_lets_a_guest_reboot_reset_the_machine():

@@ -33,7 +33,7 @@ def runs_in_tmp(tmp_path, monkeypatch):
 def panic_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("bundle") / "run"
     result = boot(BootRequest(flavor="patched", name="replay-panic", cmdline=PANIC_IN_NMI,
-                              deterministic=True, run_dir=d))
+                              clock="icount", run_dir=d))
     assert result.outcome.cls == "panic", result.outcome.detail
     return d
 
@@ -61,7 +61,7 @@ def test_replay_of_a_restored_panic_run_is_byte_identical(tmp_path, capsys):
     """The scenarios start from a snapshot: the saved VM is one more input."""
     d = tmp_path / "restored"
     result = boot(BootRequest(flavor="patched", name="replay-restored", cmdline=PANIC_IN_NMI,
-                              deterministic=True, snapshot=True, run_dir=d))
+                              clock="icount", snapshot=True, run_dir=d))
     assert result.outcome.cls == "panic", result.outcome.detail
     assert "snapshot" in bundle.load(d)["inputs"]
     rc = replay.replay(d)

@@ -15,7 +15,7 @@ def test_load_names_a_missing_or_broken_bundle(tmp_path):
     (tmp_path / "bundle.json").write_text("{trunc")
     with pytest.raises(bundle.BundleError, match="not valid JSON"):
         bundle.load(tmp_path)
-    (tmp_path / "bundle.json").write_text(json.dumps({"format": 1, "argv": []}))
+    (tmp_path / "bundle.json").write_text(json.dumps({"format": bundle.FORMAT, "argv": []}))
     with pytest.raises(bundle.BundleError, match="no 'request'"):
         bundle.load(tmp_path)
     (tmp_path / "bundle.json").write_text(json.dumps({"format": 99}))
@@ -86,7 +86,7 @@ def test_boots_of_orders_a_tests_deterministic_boots_by_the_run_counter(tmp_path
         d = tmp_path / f"20261204-000000-{name}-patched-77-{counter}"
         d.mkdir()
         (d / "bundle.json").write_text(json.dumps(
-            {"format": 1, "argv": [], "request": {}, "inputs": {}, "run_dir": str(d),
+            {"format": bundle.FORMAT, "argv": [], "request": {}, "inputs": {}, "run_dir": str(d),
              "name": name, "test": "t::x",
              "determinism": {"icount_shift": 4} if det else None}))
     boots = determinism.boots_of(tmp_path)

@@ -36,8 +36,8 @@ def test_scenarios_share_a_template_unless_the_boot_differs():
     same = snapshot.template_step("patched", cfg(cmdline="rig.steps=kmsg",
                                                  uart_props=NMI_AT_LINE), KEYS).key
     assert key == same
-    for other in (cfg(cmdline="loglevel=4"), cfg(smp=4), cfg(deterministic=True),
-                  cfg(deterministic=True, icount_shift=3), cfg(baud_model=False),
+    for other in (cfg(cmdline="loglevel=4"), cfg(smp=4), cfg(clock="icount"),
+                  cfg(clock="icount", icount_shift=3), cfg(baud_model=False),
                   cfg(uart_props={"log-reads": "on"})):
         assert snapshot.template_step("patched", other, KEYS).key != key, other
     assert snapshot.template_step("vanilla", cfg(), KEYS).dir != \
@@ -80,7 +80,7 @@ def test_boots_that_cannot_restore_say_why():
 
 
 def restored(name: str, **kw):
-    res = boot(BootRequest(flavor="vanilla", cmdline=SCENARIO, deterministic=True,
+    res = boot(BootRequest(flavor="vanilla", cmdline=SCENARIO, clock="icount",
                            snapshot=True, name=name, **kw))
     assert res.outcome.cls == "clean", res.outcome.detail
     return res
@@ -142,7 +142,7 @@ def test_a_rebuilt_template_gives_the_same_run(tmp_path):
     from rig.build import artifacts
     from rig.machine import Machine
 
-    req = BootRequest(flavor="vanilla", cmdline=SCENARIO, deterministic=True)
+    req = BootRequest(flavor="vanilla", cmdline=SCENARIO, clock="icount")
     qemu, kernel = artifacts.qemu(), artifacts.kernel("vanilla")
     initrd = artifacts.initramfs("vanilla")
     runs = []

@@ -140,7 +140,7 @@ def test_baud_model_1000_bytes_take_their_wire_time():
     # calibration, the clocksource switch) come before the line, not in it.
     res = boot(BootRequest(flavor="vanilla",
                            cmdline="rig.steps=sleep,line rig.sleep_ms=500 rig.line_len=1000",
-                           deterministic=True, name="uart-baud"))
+                           clock="icount", name="uart-baud"))
     assert res.outcome.cls == "clean", res.outcome.detail
     dur, n = line_write(uartlog.read(res.run_dir / "uart.log"))
     assert n == 1000
@@ -198,7 +198,7 @@ def test_nmi_trigger_lands_identically_on_10_deterministic_runs():
     seen = []
     for n in range(10):
         res = boot(BootRequest(flavor="vanilla", cmdline="rig.steps=line,sleep rig.sleep_ms=200",
-                               uart_props=NMI_AT_LINE, deterministic=True, baud_model=False,
+                               uart_props=NMI_AT_LINE, clock="icount", baud_model=False,
                                snapshot=True, name=f"uart-nmi-det{n}"))
         assert res.summary["snapshot"], "the run did not restore the snapshot"
         assert res.outcome.cls == "clean", res.outcome.detail
