@@ -1,4 +1,5 @@
-"""Command line: python3 -m rig {build,boot,run} ... (--help everywhere)."""
+"""Command line: python3 -m rig SUBCOMMAND ... (--help on every one; each
+subcommand is a cmd_NAME function and an add_NAME that registers its parser)."""
 import argparse
 import subprocess
 import sys
@@ -29,6 +30,19 @@ def cmd_build(args) -> int:
             if not report_series_check(args.force):
                 return 1
     return 0
+
+
+def add_build(sub) -> None:
+    p = sub.add_parser("build", help="build (or reuse from the cache) kernels, QEMU, initramfs",
+                       description="Build what is missing from the cache; say why or reuse it.")
+    p.add_argument("what", nargs="+",
+                   choices=["kernel", "qemu", "module", "initramfs", "series-check", "all"],
+                   help="all = kernel qemu initramfs (the initramfs builds the module); "
+                        "series-check applies, checkpatches and builds the series patch by patch")
+    p.add_argument("--flavor", action="append", choices=paths.FLAVORS,
+                   help="kernel flavor (repeatable; default: both)")
+    p.add_argument("--force", action="store_true", help="rebuild even on a cache hit")
+    p.set_defaults(func=cmd_build)
 
 
 def report_series_check(force: bool) -> bool:
@@ -87,6 +101,32 @@ def cmd_boot(args) -> int:
     return 0 if ok else 1
 
 
+def add_boot(sub) -> None:
+    p = sub.add_parser("boot", help="boot a kernel flavor and print the transcript live",
+                       description="Boot one flavor under the rig's QEMU, print the console "
+                       "live, then the exit class, phase timings and the boot properties (S1). "
+                       "Exit 0 they hold, 1 they do not, 2 bad input or no room to run, 3 the "
+                       "run's evidence is incomplete (rig-error: no verdict).")
+    p.add_argument("--flavor", choices=paths.FLAVORS, default="patched")
+    boot_options.add_to(p.add_argument)
+    p.add_argument("--cmdline", action="append", default=[],
+                   help="extra kernel parameters, e.g. 'rig.steps=kmsg,sleep' (repeatable)")
+    p.add_argument("--smp", type=int, default=2, help="vCPUs (default 2)")
+    p.add_argument("--memory", type=int, default=256, help="guest RAM in MiB (default 256)")
+    p.add_argument("--accel", choices=["tcg", "kvm", "auto"], default="tcg",
+                   help="tcg (default); kvm or auto only after a probe boot succeeds")
+    p.add_argument("--no-baud-model", action="store_true",
+                   help="let the console UART transmit at once instead of at 115200 baud")
+    p.add_argument("--init-timeout", type=float, default=60.0,
+                   help="seconds the init phase may take before it counts as hung")
+    p.add_argument("--min-free", type=int, default=rundir.DEFAULT_MIN_FREE_MB, metavar="MIB",
+                   help="refuse to boot with less free space for the run directory "
+                        f"(default {rundir.DEFAULT_MIN_FREE_MB} MiB)")
+    p.add_argument("--name", default="boot", help="name part of the run directory")
+    p.add_argument("--quiet", action="store_true", help="do not print the console live")
+    p.set_defaults(func=cmd_boot)
+
+
 def pytest_extra(args) -> list:
     """The pytest arguments given after `--` (argparse keeps the `--`)."""
     return args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
@@ -98,11 +138,40 @@ def cmd_flakes(args) -> int:
     return flakes.main(args.runs, paths.runs_root() / "flakes", extra or ["scenarios"])
 
 
+def add_flakes(sub) -> None:
+    p = sub.add_parser("flakes", help="run scenarios N times and compare verdicts",
+                       description="Run pytest on the scenarios N times in a row; exit 1 if "
+                                   "any test's verdict differs between runs.")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER,
+                   help="pytest arguments after -- (default: scenarios)")
+    p.set_defaults(func=cmd_flakes)
+
+
 def cmd_mutants(args) -> int:
     from rig import mutants
     extra = pytest_extra(args)
     return mutants.main(paths.runs_root() / "mutants", extra, args.only or [],
                         keep_builds=args.keep_builds, resume=args.resume)
+
+
+def add_mutants(sub) -> None:
+    p = sub.add_parser("mutants", help="run the scenarios on each kernel mutant",
+                       description="Build the patched kernel with each patch of "
+                                   "kernel-patches/mutants/series on top, run the scenarios "
+                                   "on it, report which tests caught it; exit 1 if a "
+                                   "mutant is not caught.")
+    p.add_argument("--only", action="append", help="only this mutant (repeatable)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the verdicts of runs/mutants/kills.json for mutants whose kernel "
+                        "(series, mutant, config, toolchain) and tests are unchanged; run the "
+                        "others")
+    p.add_argument("--keep-builds", action="store_true",
+                   help="keep each mutant's kernel build in the cache (1.8 GB each); by "
+                        "default it is removed once its scenarios ran")
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER,
+                   help="pytest arguments after -- (default: scenarios)")
+    p.set_defaults(func=cmd_mutants)
 
 
 def cmd_diff(args) -> int:
@@ -112,14 +181,60 @@ def cmd_diff(args) -> int:
                         colour, sys.stdout)
 
 
+def add_diff(sub) -> None:
+    p = sub.add_parser("diff", help="compare two kernel logs record by record",
+                       description="Compare two kernel logs (files, pipes, '-' for standard "
+                                   "input, xz or gzip data, or run directories for their "
+                                   "console.log; console or dmesg lines with or without "
+                                   "timestamps, /dev/kmsg dumps) as printk records: missing, extra "
+                                   "and moved records, per-CPU order, level and CPU "
+                                   "changes, timestamps, dropped counts, split and "
+                                   "interleaved lines, then a unified diff. Exit 0 equal, "
+                                   "1 different, 2 bad input.")
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--ts-tolerance", type=float, metavar="SECONDS",
+                   help="compare timestamps of matched records with this tolerance "
+                        "(default: ignore timestamps)")
+    p.add_argument("--no-mask", action="store_true",
+                   help="match on the exact text: do not mask addresses, pids and hashes")
+    p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    p.set_defaults(func=cmd_diff)
+
+
 def cmd_parse(args) -> int:
     from rig import logcheck
     return logcheck.main(args.log, args.json)
 
 
+def add_parse(sub) -> None:
+    p = sub.add_parser("parse", help="judge a saved kernel log on its own",
+                       description="What a saved kernel log (a file, '-', xz or gzip data, or "
+                                   "a run directory's console.log) shows on its own: console "
+                                   "lines parse, crash headlines with their titles, dropped "
+                                   "records, and, described, the CPU field, cut lines and "
+                                   "emergency lines. Exit 0 all hold, 1 one does not, 2 bad "
+                                   "input.")
+    p.add_argument("log")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=cmd_parse)
+
+
 def cmd_results(args) -> int:
     from rig import results
     return results.main(args.junit, args.out or "")
+
+
+def add_results(sub) -> None:
+    p = sub.add_parser("results", help="KTAP and JSON results from a pytest JUnit XML",
+                       description="Write results.ktap (KTAP version 1: ERROR, SKIP and XFAIL "
+                                   "directives, read by the kernel's kunit.py parse) and "
+                                   "results.json next to a pytest JUnit XML file; `make test` "
+                                   "does it for runs/junit.xml.")
+    p.add_argument("junit")
+    p.add_argument("--out", help="directory to write to (default: the JUnit file's)")
+    p.set_defaults(func=cmd_results)
 
 
 def cmd_replay(args) -> int:
@@ -132,16 +247,41 @@ def cmd_replay(args) -> int:
         return 2
 
 
+def add_replay(sub) -> None:
+    p = sub.add_parser("replay", help="run a recorded boot again and compare its evidence",
+                       description="Re-run the boot recorded in a run directory's "
+                                   "bundle.json from the cached inputs (or say which input "
+                                   "is missing and how to rebuild it), and report whether "
+                                   "console.log, uart.log and side.bin are byte-identical "
+                                   "and where they first differ. Exit 0 identical, 1 "
+                                   "different, 2 cannot replay.")
+    p.add_argument("bundle", help="a run directory (or its bundle.json)")
+    p.add_argument("--gdb", action="store_true",
+                   help="start paused with QEMU's gdb stub, no phase timeouts")
+    p.add_argument("--gdb-port", type=int, default=1234, metavar="PORT")
+    p.add_argument("--quiet", action="store_true", help="do not print the console live")
+    p.set_defaults(func=cmd_replay)
+
+
 def cmd_golden(args) -> int:
     """Rewrite golden/ from fresh runs of the golden scenarios and say what changed."""
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-            "-m", "golden", "--golden=update"]
+    from rig import pytest_run
+    chosen = ["-m", "golden", "--golden=update"]
     for flavor in args.flavor or []:
-        argv += ["--flavor", flavor]
-    extra = pytest_extra(args)
-    rc = subprocess.call(argv + (extra or ["scenarios"]), cwd=paths.REPO)
+        chosen += ["--flavor", flavor]
+    rc = pytest_run.run(chosen + (pytest_extra(args) or ["scenarios"]))
     subprocess.call(["git", "status", "--short", "--", "golden"], cwd=paths.REPO)
     return rc
+
+
+def add_golden(sub) -> None:
+    p = sub.add_parser("golden", help="rewrite golden/ from runs of the golden scenarios",
+                       description="Run the golden scenarios with --golden=update: "
+                                   "each boot's normalized transcript replaces its golden "
+                                   "file; prints what is new or changed.")
+    p.add_argument("--flavor", action="append", choices=paths.FLAVORS)
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="more pytest arguments after --")
+    p.set_defaults(func=cmd_golden)
 
 
 def cmd_determinism(args) -> int:
@@ -151,10 +291,37 @@ def cmd_determinism(args) -> int:
                             extra or ["scenarios"])
 
 
+def add_determinism(sub) -> None:
+    p = sub.add_parser("determinism", help="run the golden scenarios N times, "
+                                           "compare every boot's evidence bytes",
+                       description="Run pytest -m golden N times; exit 1 if any "
+                                   "boot's console.log, uart.log or side.bin differs "
+                                   "between runs (naming the first difference).")
+    p.add_argument("--runs", type=int, default=10)
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER,
+                   help="pytest arguments after -- (default: scenarios)")
+    p.set_defaults(func=cmd_determinism)
+
+
 def cmd_report(args) -> int:
     from rig.report import main as report
     return report.main([Path(r) for r in args.runs], args.junit and Path(args.junit),
                        args.out and Path(args.out))
+
+
+def add_report(sub) -> None:
+    p = sub.add_parser("report", help="HTML page per run: verdicts, transcript, timeline",
+                       description="Write RUN/report.html for each run directory: the "
+                                   "verdict per property, the transcript coloured by level "
+                                   "with emergency lines marked, and a timeline of the "
+                                   "register log with one lane per vCPU; and an index page "
+                                   "for several runs or a whole suite (--junit).")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="run directories")
+    p.add_argument("--junit", metavar="FILE",
+                   help="pytest's JUnit XML: each run's test verdict; without RUN, "
+                        "report on every run it names")
+    p.add_argument("--out", metavar="DIR", help="where index.html goes (default runs/)")
+    p.set_defaults(func=cmd_report)
 
 
 def cmd_bench(args) -> int:
@@ -162,6 +329,30 @@ def cmd_bench(args) -> int:
     return bench.main(args.lines, Path(args.out) if args.out else
                       paths.runs_root() / "bench.json", args.check, args.stress_records,
                       args.verdict_runs, args.verdict_workers)
+
+
+def add_bench(sub) -> None:
+    p = sub.add_parser("bench", help="printk latency and throughput, vanilla vs patched",
+                       description="Boot both flavors under -icount and measure, in guest "
+                                   "virtual time: INFO printk() latency with an idle console "
+                                   "and under a backlog, an emergency line's latency to the "
+                                   "wire, console throughput, the ringbuffer under pinned "
+                                   "writers and two readers; then the rig's own time to "
+                                   "verdict in host wall time. Prints tables, writes JSON.")
+    p.add_argument("--lines", type=int, default=10_000, help="backlog size (default 10000)")
+    p.add_argument("--stress-records", type=int, default=100_000,
+                   help="records per ringbuffer stress run (default 100000)")
+    p.add_argument("--verdict-runs", type=int, default=5,
+                   help="runs of the scenario suite for the time to verdict (default 5; "
+                        "0 skips it)")
+    p.add_argument("--verdict-workers", type=int, default=0,
+                   help="xdist workers for those runs (default one per core, as make test; "
+                        "1 times each scenario alone)")
+    p.add_argument("--out", metavar="FILE", help="JSON file (default runs/bench.json)")
+    p.add_argument("--check", action="store_true",
+                   help="exit 1 unless patched INFO p99 under the backlog is 100x lower than "
+                        "vanilla's and its emergency line within 1.1x of its wire time")
+    p.set_defaults(func=cmd_bench)
 
 
 def cmd_run(args) -> int:
@@ -175,191 +366,31 @@ def cmd_run(args) -> int:
         known = sorted(p.stem[len("test_"):] for p in (paths.REPO / "scenarios").glob("test_*.py"))
         print(f"error: no scenario {name!r}; known: {', '.join(known)}", file=sys.stderr)
         return 2
-    argv = [sys.executable, "-m", "pytest", str(target), "-v"]
-    if args.flavor:
-        argv += ["--flavor", args.flavor]
-    extra = pytest_extra(args)
-    return subprocess.call(argv + extra, cwd=paths.REPO)
+    from rig import pytest_run
+    chosen = [str(target)] + (["--flavor", args.flavor] if args.flavor else [])
+    return pytest_run.run(chosen + pytest_extra(args), quiet=False)
+
+
+def add_run(sub) -> None:
+    p = sub.add_parser("run", help="run one scenario from scenarios/ with pytest",
+                       description="Run one scenario (e.g. `boot` for scenarios/test_boot.py).")
+    p.add_argument("scenario", help="scenario name (boot) or path to its test file")
+    p.add_argument("--flavor", choices=paths.FLAVORS, help="only this flavor (default both)")
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER,
+                   help="further pytest arguments, after --")
+    p.set_defaults(func=cmd_run)
+
+
+# Each subcommand registers its own parser, beside the function that runs it.
+SUBCOMMANDS = (add_build, add_boot, add_run, add_flakes, add_diff, add_parse, add_results,
+               add_replay, add_golden, add_determinism, add_report, add_bench, add_mutants)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python3 -m rig", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
-
-    b = sub.add_parser("build", help="build (or reuse from the cache) kernels, QEMU, initramfs",
-                       description="Build what is missing from the cache; say why or reuse it.")
-    b.add_argument("what", nargs="+",
-                   choices=["kernel", "qemu", "module", "initramfs", "series-check", "all"],
-                   help="all = kernel qemu initramfs (the initramfs builds the module); "
-                        "series-check applies, checkpatches and builds the series patch by patch")
-    b.add_argument("--flavor", action="append", choices=paths.FLAVORS,
-                   help="kernel flavor (repeatable; default: both)")
-    b.add_argument("--force", action="store_true", help="rebuild even on a cache hit")
-    b.set_defaults(func=cmd_build)
-
-    bo = sub.add_parser("boot", help="boot a kernel flavor and print the transcript live",
-                        description="Boot one flavor under the rig's QEMU, print the console "
-                        "live, then the exit class, phase timings and the boot properties (S1). "
-                        "Exit 0 they hold, 1 they do not, 2 bad input or no room to run, 3 the "
-                        "run's evidence is incomplete (rig-error: no verdict).")
-    bo.add_argument("--flavor", choices=paths.FLAVORS, default="patched")
-    boot_options.add_to(bo.add_argument)
-    bo.add_argument("--cmdline", action="append", default=[],
-                    help="extra kernel parameters, e.g. 'rig.steps=kmsg,sleep' (repeatable)")
-    bo.add_argument("--smp", type=int, default=2, help="vCPUs (default 2)")
-    bo.add_argument("--memory", type=int, default=256, help="guest RAM in MiB (default 256)")
-    bo.add_argument("--accel", choices=["tcg", "kvm", "auto"], default="tcg",
-                    help="tcg (default); kvm or auto only after a probe boot succeeds")
-    bo.add_argument("--no-baud-model", action="store_true",
-                    help="let the console UART transmit at once instead of at 115200 baud")
-    bo.add_argument("--init-timeout", type=float, default=60.0,
-                    help="seconds the init phase may take before it counts as hung")
-    bo.add_argument("--min-free", type=int, default=rundir.DEFAULT_MIN_FREE_MB, metavar="MIB",
-                    help="refuse to boot with less free space for the run directory "
-                         f"(default {rundir.DEFAULT_MIN_FREE_MB} MiB)")
-    bo.add_argument("--name", default="boot", help="name part of the run directory")
-    bo.add_argument("--quiet", action="store_true", help="do not print the console live")
-    bo.set_defaults(func=cmd_boot)
-
-    r = sub.add_parser("run", help="run one scenario from scenarios/ with pytest",
-                       description="Run one scenario (e.g. `boot` for scenarios/test_boot.py).")
-    r.add_argument("scenario", help="scenario name (boot) or path to its test file")
-    r.add_argument("--flavor", choices=paths.FLAVORS, help="only this flavor (default both)")
-    r.add_argument("pytest_args", nargs=argparse.REMAINDER,
-                   help="further pytest arguments, after --")
-    r.set_defaults(func=cmd_run)
-
-    f = sub.add_parser("flakes", help="run scenarios N times and compare verdicts",
-                       description="Run pytest on the scenarios N times in a row; exit 1 if "
-                                   "any test's verdict differs between runs.")
-    f.add_argument("--runs", type=int, default=5)
-    f.add_argument("pytest_args", nargs=argparse.REMAINDER,
-                   help="pytest arguments after -- (default: scenarios)")
-    f.set_defaults(func=cmd_flakes)
-
-    d = sub.add_parser("diff", help="compare two kernel logs record by record",
-                       description="Compare two kernel logs (files, pipes, '-' for standard "
-                                   "input, xz or gzip data, or run directories for their "
-                                   "console.log; console or dmesg lines with or without "
-                                   "timestamps, /dev/kmsg dumps) as printk records: missing, extra "
-                                   "and moved records, per-CPU order, level and CPU "
-                                   "changes, timestamps, dropped counts, split and "
-                                   "interleaved lines, then a unified diff. Exit 0 equal, "
-                                   "1 different, 2 bad input.")
-    d.add_argument("a")
-    d.add_argument("b")
-    d.add_argument("--json", action="store_true", help="print the result as JSON")
-    d.add_argument("--ts-tolerance", type=float, metavar="SECONDS",
-                   help="compare timestamps of matched records with this tolerance "
-                        "(default: ignore timestamps)")
-    d.add_argument("--no-mask", action="store_true",
-                   help="match on the exact text: do not mask addresses, pids and hashes")
-    d.add_argument("--color", choices=["auto", "always", "never"], default="auto")
-    d.set_defaults(func=cmd_diff)
-
-    pa = sub.add_parser("parse", help="judge a saved kernel log on its own",
-                        description="What a saved kernel log (a file, '-', xz or gzip data, or "
-                                    "a run directory's console.log) shows on its own: console "
-                                    "lines parse, crash headlines with their titles, dropped "
-                                    "records, and, described, the CPU field, cut lines and "
-                                    "emergency lines. Exit 0 all hold, 1 one does not, 2 bad "
-                                    "input.")
-    pa.add_argument("log")
-    pa.add_argument("--json", action="store_true", help="print the result as JSON")
-    pa.set_defaults(func=cmd_parse)
-
-    rs = sub.add_parser("results", help="KTAP and JSON results from a pytest JUnit XML",
-                        description="Write results.ktap (KTAP version 1: ERROR, SKIP and XFAIL "
-                                    "directives, read by the kernel's kunit.py parse) and "
-                                    "results.json next to a pytest JUnit XML file; `make test` "
-                                    "does it for runs/junit.xml.")
-    rs.add_argument("junit")
-    rs.add_argument("--out", help="directory to write to (default: the JUnit file's)")
-    rs.set_defaults(func=cmd_results)
-
-    rp = sub.add_parser("replay", help="run a recorded boot again and compare its evidence",
-                        description="Re-run the boot recorded in a run directory's "
-                                    "bundle.json from the cached inputs (or say which input "
-                                    "is missing and how to rebuild it), and report whether "
-                                    "console.log, uart.log and side.bin are byte-identical "
-                                    "and where they first differ. Exit 0 identical, 1 "
-                                    "different, 2 cannot replay.")
-    rp.add_argument("bundle", help="a run directory (or its bundle.json)")
-    rp.add_argument("--gdb", action="store_true",
-                    help="start paused with QEMU's gdb stub, no phase timeouts")
-    rp.add_argument("--gdb-port", type=int, default=1234, metavar="PORT")
-    rp.add_argument("--quiet", action="store_true", help="do not print the console live")
-    rp.set_defaults(func=cmd_replay)
-
-    g = sub.add_parser("golden", help="rewrite golden/ from runs of the golden scenarios",
-                       description="Run the golden scenarios with --golden=update: "
-                                   "each boot's normalized transcript replaces its golden "
-                                   "file; prints what is new or changed.")
-    g.add_argument("--flavor", action="append", choices=paths.FLAVORS)
-    g.add_argument("pytest_args", nargs=argparse.REMAINDER, help="more pytest arguments after --")
-    g.set_defaults(func=cmd_golden)
-
-    de = sub.add_parser("determinism", help="run the golden scenarios N times, "
-                                            "compare every boot's evidence bytes",
-                        description="Run pytest -m golden N times; exit 1 if any "
-                                    "boot's console.log, uart.log or side.bin differs "
-                                    "between runs (naming the first difference).")
-    de.add_argument("--runs", type=int, default=10)
-    de.add_argument("pytest_args", nargs=argparse.REMAINDER,
-                    help="pytest arguments after -- (default: scenarios)")
-    de.set_defaults(func=cmd_determinism)
-
-    rep = sub.add_parser("report", help="HTML page per run: verdicts, transcript, timeline",
-                         description="Write RUN/report.html for each run directory: the "
-                                     "verdict per property, the transcript coloured by level "
-                                     "with emergency lines marked, and a timeline of the "
-                                     "register log with one lane per vCPU; and an index page "
-                                     "for several runs or a whole suite (--junit).")
-    rep.add_argument("runs", nargs="*", metavar="RUN", help="run directories")
-    rep.add_argument("--junit", metavar="FILE",
-                     help="pytest's JUnit XML: each run's test verdict; without RUN, "
-                          "report on every run it names")
-    rep.add_argument("--out", metavar="DIR", help="where index.html goes (default runs/)")
-    rep.set_defaults(func=cmd_report)
-
-    be = sub.add_parser("bench", help="printk latency and throughput, vanilla vs patched",
-                        description="Boot both flavors under -icount and measure, in guest "
-                                    "virtual time: INFO printk() latency with an idle console "
-                                    "and under a backlog, an emergency line's latency to the "
-                                    "wire, console throughput, the ringbuffer under pinned "
-                                    "writers and two readers; then the rig's own time to "
-                                    "verdict in host wall time. Prints tables, writes JSON.")
-    be.add_argument("--lines", type=int, default=10_000, help="backlog size (default 10000)")
-    be.add_argument("--stress-records", type=int, default=100_000,
-                    help="records per ringbuffer stress run (default 100000)")
-    be.add_argument("--verdict-runs", type=int, default=5,
-                    help="runs of the scenario suite for the time to verdict (default 5; "
-                         "0 skips it)")
-    be.add_argument("--verdict-workers", type=int, default=0,
-                    help="xdist workers for those runs (default one per core, as make test; "
-                         "1 times each scenario alone)")
-    be.add_argument("--out", metavar="FILE", help="JSON file (default runs/bench.json)")
-    be.add_argument("--check", action="store_true",
-                    help="exit 1 unless patched INFO p99 under the backlog is 100x lower than "
-                         "vanilla's and its emergency line within 1.1x of its wire time")
-    be.set_defaults(func=cmd_bench)
-
-    mu = sub.add_parser("mutants", help="run the scenarios on each kernel mutant",
-                        description="Build the patched kernel with each patch of "
-                                    "kernel-patches/mutants/series on top, run the scenarios "
-                                    "on it, report which tests caught it; exit 1 if a "
-                                    "mutant is not caught.")
-    mu.add_argument("--only", action="append", help="only this mutant (repeatable)")
-    mu.add_argument("--resume", action="store_true",
-                    help="keep the verdicts of runs/mutants/kills.json for mutants whose kernel "
-                         "(series, mutant, config, toolchain) and tests are unchanged; run the "
-                         "others")
-    mu.add_argument("--keep-builds", action="store_true",
-                    help="keep each mutant's kernel build in the cache (1.8 GB each); by "
-                         "default it is removed once its scenarios ran")
-    mu.add_argument("pytest_args", nargs=argparse.REMAINDER,
-                    help="pytest arguments after -- (default: scenarios)")
-    mu.set_defaults(func=cmd_mutants)
+    for add in SUBCOMMANDS:
+        add(sub)
     return p
 
 

@@ -9,13 +9,11 @@ hashed (a flood's register log is megabytes).
 """
 import json
 import shutil
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-from rig import bundle, config
+from rig import bundle, config, pytest_run
 from rig.junit import verdicts
 
 Key = Tuple[str, str, int]          # (test node id, boot name, n-th boot of the test)
@@ -73,9 +71,7 @@ def main(runs: int, out_dir: Path, pytest_args: List[str]) -> int:
         runs_dir, junit = out_dir / f"run-{i}", out_dir / f"run-{i}.xml"
         print(f"[determinism] run {i}/{runs}: pytest -m golden {' '.join(pytest_args)}",
               flush=True)
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        "-m", "golden", "--keep-runs",
-                        f"--junitxml={junit}"] + pytest_args,
+        pytest_run.run(["-m", "golden", "--keep-runs"] + pytest_args, junit,
                        env=config.environ(runs_root=str(runs_dir)))
         failed_tests |= {t for t, v in verdicts(junit).items() if v not in ("passed", "xfailed")}
         boots = boots_of(runs_dir)

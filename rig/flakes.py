@@ -2,12 +2,11 @@
 a scenario that does not give the same verdict every time is a flake, and a
 flake is a bug of the rig (or of the kernel) to be fixed, not retried."""
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
+from rig import pytest_run
 from rig.junit import median_times, verdicts, wall_times
 
 
@@ -26,8 +25,7 @@ def run_suite(junit: Path, pytest_args: List[str]) -> Tuple[Dict[str, str], Dict
                                                              float]:
     """One pytest run: its verdicts and wall times per test, and its own wall time."""
     start = time.monotonic()
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                    f"--junitxml={junit}"] + pytest_args)
+    pytest_run.run(pytest_args, junit)
     wall = time.monotonic() - start
     if not junit.exists():
         raise RuntimeError(f"pytest {' '.join(pytest_args)} wrote no {junit}: see its output above")

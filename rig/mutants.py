@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
-from rig import config, paths
+from rig import config, paths, pytest_run
 from rig.build.kernel import MUTANTS, kernel_step
 from rig.build.patching import read_series
 from rig.junit import failure_messages
@@ -74,9 +74,8 @@ def run_mutant(name: str, key: str, tests: str, out_dir: Path, pytest_args: List
         return kill_row(name, "BUILD FAILED", {}, key, tests)
     junit = out_dir / f"mutant-{name}.xml"
     print(f"[mutants] {name}: running the scenarios on it", flush=True)
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                    "--flavor", "patched", "--golden=off", f"--junitxml={junit}"]
-                   + (pytest_args or ["scenarios"]), env=env)
+    pytest_run.run(["--flavor", "patched", "--golden=off"] + (pytest_args or ["scenarios"]),
+                   junit, env=env)
     caught = failure_messages(junit) if junit.is_file() else {}
     return kill_row(name, "caught" if caught else "NOT CAUGHT", caught, key, tests)
 

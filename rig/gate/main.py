@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 from typing import List, Optional
 
-from rig import config, paths
+from rig import config, paths, pytest_run
 from rig.build import artifacts, custom
 from rig.build.runner import BuildError, tail
 from rig.build.cache import sha256_file
@@ -63,16 +63,14 @@ def smoke_boot(side: formats.Side, out: Path) -> None:
 def run_suite(side: formats.Side, out: Path, pytest_args: List[str]) -> SuiteResult:
     junit = out / f"{side.label}.junit.xml"
     log = out / f"{side.label}.pytest.log"
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-            "--kernel", config.current().custom_kernel,
+    args = ["--kernel", config.current().custom_kernel,
             "--kernel-build", config.current().custom_build, "--kernel-like", "patched",
-            f"--junitxml={junit}"] + (pytest_args or ["scenarios"])
+            ] + (pytest_args or ["scenarios"])
     print(f"[gate] {side.label}: running {' '.join(pytest_args or ['scenarios'])} "
           f"(log: {log})", flush=True)
     env = config.environ(runs_root=str(out / f"{side.label}-runs"))
     with open(log, "w") as f:
-        proc = subprocess.Popen(argv, cwd=paths.REPO, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
+        proc = pytest_run.start(args, junit, env=env)
         for line in proc.stdout:
             f.write(line)
             if PROGRESS.search(line):
