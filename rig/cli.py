@@ -66,6 +66,7 @@ def cmd_boot(args) -> int:
     from rig.boot import BootRequest, boot
     from rig.build import custom
     from rig.checks import boot_checks
+    from rig.evidence import Evidence
     from rig.qemu_argv import HOST_CLOCK
     option = lambda name: getattr(args, name)      # noqa: E731
     if boot_options.apply(option):
@@ -91,7 +92,7 @@ def cmd_boot(args) -> int:
     if result.outcome.cls == "rig-error":
         print("[verdict] NONE: the run's evidence is incomplete (above); no verdict on the kernel")
         return 3
-    checks = boot_checks(result)
+    checks = boot_checks(Evidence.of(result, lenient=True))
     for c in checks:
         print(f"[verdict] {c}")
     ok = all(c.ok for c in checks)

@@ -19,15 +19,35 @@ class Evidence:
     log: Optional[uartlog.UartLog]       # None for a console without a UART
     kmsg: List[logparse.KmsgRecord] = field(default_factory=list)
     console_name: str = "ttyS0"          # whose transcript and register log these are
+    # What a lenient read could not parse: "side" or "kmsg" -> the error.
+    unreadable: Dict[str, str] = field(default_factory=dict)
     _wire: Optional[List[WireLine]] = None
     _takeovers: Dict[int, List[takeover.Takeover]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, result: BootResult) -> "Evidence":
-        side = sidechannel.parse(result.side)
-        kmsg = logparse.parse_kmsg(side.section("kmsg")) if "kmsg" in side.sections else []
-        return cls(result, logparse.parse_transcript(result.console), side,
-                   uartlog.read(result.run.uart_log), kmsg)
+    def of(cls, result: BootResult, lenient: bool = False) -> "Evidence":
+        """The run's evidence, parsed. Lenient, for a reader that shows
+        whatever a damaged or cut-short run left (the report): a side
+        channel or /dev/kmsg dump that does not parse counts as empty, and
+        a missing register log as none."""
+        unreadable = {}
+        try:
+            side = sidechannel.parse(result.side)
+        except sidechannel.SideChannelError as e:
+            if not lenient:
+                raise
+            side, unreadable["side"] = sidechannel.SideChannel(), str(e)
+        try:
+            kmsg = (logparse.parse_kmsg(side.section("kmsg")) if "kmsg" in side.sections
+                    else [])
+        except logparse.KmsgFormatError as e:
+            if not lenient:
+                raise
+            kmsg, unreadable["kmsg"] = [], str(e)
+        uart = result.run.uart_log
+        log = uartlog.read(uart) if uart.is_file() or not lenient else None
+        return cls(result, logparse.parse_transcript(result.console), side, log, kmsg,
+                   unreadable=unreadable)
 
     def second_console(self) -> "Evidence":
         """The run seen through the test module's nbcon console on the second

@@ -8,13 +8,15 @@ import pytest
 from rig.boot import BootRequest
 from rig.build import custom
 from rig.checks import boot_checks
+from rig.evidence import Evidence
 
 pytestmark = pytest.mark.boots
 
 
 def test_s1_boot(flavor, rig_boot):
     result = rig_boot(BootRequest(flavor=flavor, name="S1-boot"))
-    checks = boot_checks(result)
+    # Lenient: a damaged side channel is a failed property, not an error.
+    checks = boot_checks(Evidence.of(result, lenient=True))
     failed = [c for c in checks if not c.ok]
     assert not failed, (f"boot: {'; '.join(c.prop for c in failed)} on {flavor} "
                         f"({result.summary['kernel']['release']}), run directory "

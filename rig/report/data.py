@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from rig import checks, crash, logparse, paths, sidechannel, uartlog
+from rig import checks, crash, logparse, paths, uartlog
+from rig.evidence import Evidence
 from rig.rundir import BootResult, RunDir
 from rig.outcome import Outcome
 from rig.protocol import MARK_RUN_BEGIN
@@ -52,20 +53,9 @@ class RecordedRun(BootResult):
         return int(self.bundle.get("request", {}).get("smp") or 1)
 
 
-def side_sections(run: RecordedRun) -> Dict[str, bytes]:
-    try:
-        return sidechannel.parse(run.side).sections
-    except sidechannel.SideChannelError:
-        return {}
-
-
-def kmsg_levels(sections: Dict[str, bytes]) -> Dict[tuple, int]:
+def kmsg_levels(ev: Evidence) -> Dict[tuple, int]:
     """(timestamp in us, text) -> level, from the guest's /dev/kmsg dump."""
-    try:
-        records = logparse.parse_kmsg(sections.get("kmsg", b""))
-    except logparse.KmsgFormatError:
-        return {}
-    return {(r.ts_usec, r.text): r.level for r in records}
+    return {(r.ts_usec, r.text): r.level for r in ev.kmsg}
 
 
 def emergency_below(run: RecordedRun, sections: Dict[str, bytes]) -> Optional[int]:
@@ -99,9 +89,9 @@ def level_of(line: logparse.ConsoleLine, levels: Dict[tuple, int]) -> Optional[i
     return tag.level if tag else None
 
 
-def transcript_lines(run: RecordedRun, sections) -> List[dict]:
-    t = logparse.parse_transcript(run.console)
-    levels, emergency = kmsg_levels(sections), emergency_below(run, sections)
+def transcript_lines(run: RecordedRun, ev: Evidence) -> List[dict]:
+    t = ev.transcript
+    levels, emergency = kmsg_levels(ev), emergency_below(run, ev.side.sections)
     cut = {frag.lineno for frag, _ in t.interrupted}
     headlines = {c.lineno: c.title for c in crash.find(run.console)}
     out = [{"n": i + 1, "text": raw, "kind": "firmware"}
@@ -146,8 +136,7 @@ def timeline(log: uartlog.UartLog) -> dict:
             "interrupted_lines": len(interrupted)}
 
 
-def properties(run: RecordedRun, sections: Dict[str, bytes], log: Optional[uartlog.UartLog],
-               test_verdict: Optional[dict]) -> List[dict]:
+def properties(run: RecordedRun, ev: Evidence, test_verdict: Optional[dict]) -> List[dict]:
     """The verdicts the page lists: the test's own (from JUnit), the boot
     properties every run must have (rig.checks), IER across console writes."""
     out = []
@@ -167,10 +156,11 @@ def properties(run: RecordedRun, sections: Dict[str, bytes], log: Optional[uartl
     # A run that ends in a panic on purpose has splats, no /dev/kmsg dump and
     # no clean exit: only the first two boot properties apply to it.
     # The /dev/kmsg check needs rig-init's kmsg step; only runs with it have one.
-    boot = [c for c in checks.boot_checks(run)
-            if c.prop != checks.KMSG_CONTIGUOUS or "kmsg" in sections]
+    boot = [c for c in checks.boot_checks(ev)
+            if c.prop != checks.KMSG_CONTIGUOUS or "kmsg" in ev.side.sections]
     for c in boot if run.outcome.cls == "clean" else boot[:2]:
         out.append({"prop": c.prop, "ok": c.ok, "detail": c.detail, "expected": False})
+    log = ev.log
     begin = marker(log, MARK_RUN_BEGIN) if log is not None else None
     if begin is not None:     # from the module's run on: before it the driver sets IER up
         problem = ier_problem(log, begin.seq)
@@ -200,10 +190,8 @@ def verdict(props: List[dict], outcome_cls: str) -> str:
 
 def gather(run_dir: Path, test_verdict: Optional[dict] = None) -> dict:
     run = RecordedRun.read(run_dir)
-    sections = side_sections(run)
-    files = RunDir(run_dir)
-    log = uartlog.read(files.uart_log) if files.has(RunDir.UART) else None
-    props = properties(run, sections, log, test_verdict)
+    ev = Evidence.of(run, lenient=True)
+    props = properties(run, ev, test_verdict)
     return {
         "run_dir": str(run_dir),
         "name": run.summary.get("name") or run.bundle.get("name") or run_dir.name,
@@ -218,7 +206,7 @@ def gather(run_dir: Path, test_verdict: Optional[dict] = None) -> dict:
         # A run the test ended on purpose and judged right (a panic scenario).
         "expected_end": run.outcome.cls != "clean" and expects_end(test_verdict),
         "crashes": [{"title": c.title, "line": c.lineno} for c in crash.find(run.console)],
-        "lines": transcript_lines(run, sections),
-        "timeline": timeline(log) if log is not None else None,
+        "lines": transcript_lines(run, ev),
+        "timeline": timeline(ev.log) if ev.log is not None else None,
         "levels": LEVELS,
     }

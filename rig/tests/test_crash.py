@@ -91,9 +91,9 @@ def test_s1_splat_check_names_the_crash_by_its_title():
     from types import SimpleNamespace
     from rig.checks import no_splat
     stall = b"[    1.0] ok\n[   22.000000] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:\n"
-    got = no_splat(SimpleNamespace(console=stall))
+    got = no_splat(SimpleNamespace(result=SimpleNamespace(console=stall)))
     assert not got.ok and got.detail.startswith("INFO: rcu detected stall (console line 2:")
     trace = b"[    1.000000] sysrq: Show backtrace\n[    1.000001] Call Trace:\n"
-    got = no_splat(SimpleNamespace(console=trace))
+    got = no_splat(SimpleNamespace(result=SimpleNamespace(console=trace)))
     assert not got.ok and got.detail.startswith("backtrace at console line 2")
-    assert no_splat(SimpleNamespace(console=b"[    1.000000] fine\n")).ok
+    assert no_splat(SimpleNamespace(result=SimpleNamespace(console=b"[    1.000000] fine\n"))).ok
