@@ -17,6 +17,8 @@ from typing import Dict, List, Optional
 from rig import config, hostshare, paths
 from rig.build.cache import (Step, dpkg_version, ensure, sha256_bytes, sha256_file,
                              toolchain_id)
+from rig.build import custom
+from rig.build.locate import Artifact, locate
 from rig.build.patching import apply_patch, apply_series, read_series
 from rig.build.runner import BuildError, kbuild_progress, run_logged
 
@@ -262,3 +264,11 @@ def build_kernel(flavor: str, force: bool = False) -> dict:
     manifest = ensure(step, lambda out: build_source(flavor, src, out, expected), force=force)
     manifest["dir"] = str(step.dir)
     return manifest
+
+
+def kernel_artifact(flavor: str, build: bool = False, force: bool = False) -> Artifact:
+    """The flavor's kernel build (building it on request); a user's kernel as is."""
+    if flavor == custom.CUSTOM:
+        return Artifact(custom.kernel())     # the user's build: never built by the rig
+    return locate(kernel_step(flavor), lambda force: build_kernel(flavor, force),
+                  build, force, f"the {flavor} kernel", "kernel")

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Tuple
 
 from rig import paths
-from rig.build import artifacts, custom
+from rig.build import custom
 from rig.build.cache import Step, ensure, sha256_file, sha256_tree, toolchain_id
-from rig.build.kernel import kernel_step
+from rig.build.kernel import kernel_artifact, kernel_step
 from rig.build.runner import run_logged
 
 
@@ -58,7 +58,7 @@ def module_step(flavor: str, module: GuestModule = RIGPRINTK) -> Step:
 
 
 def _build(flavor: str, module: GuestModule, out: Path) -> dict:
-    kernel = artifacts.kernel(flavor)      # says which make target to run if missing
+    kernel = kernel_artifact(flavor)       # says which make target to run if missing
     src = out / "src"
     shutil.copytree(module.src, src)
     for name in module.kernel_files:
