@@ -215,7 +215,7 @@ MODULE_PARM_DESC(abandon_cpu, "CPU of that thread (-1: the last online CPU)");
 
 static unsigned int liveness_ms;
 module_param(liveness_ms, uint, 0644);
-MODULE_PARM_DESC(liveness_ms, "after the floods, print nothing for this long, then write RIG_MARK_DEADLINE (0: no wait)");
+MODULE_PARM_DESC(liveness_ms, "after the floods, print nothing for this long, then write MARK_DEADLINE (0: no wait)");
 
 static unsigned int single_level = 8;
 module_param(single_level, uint, 0644);
