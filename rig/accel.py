@@ -24,7 +24,8 @@ def _probe_file(qemu, kernel, initrd) -> Path:
 
 
 def probe_kvm(qemu, kernel, initrd) -> dict:
-    from rig.machine import Machine, Phase, default_phases
+    from rig.machine import Machine
+    from rig.phases import Phase, default_phases
     from rig.qemu_argv import MachineConfig
     cached = _probe_file(qemu, kernel, initrd)
     if cached.is_file():

@@ -14,7 +14,7 @@ from rig import backend, bundle, completeness, logparse, paths, rundir, snapshot
 from rig import outcome as outcome_mod
 from rig import inputs as request_check
 from rig.build import artifacts
-from rig.machine import Phase, default_phases, panic_hold_phases, warm_reset_phases
+from rig.phases import Phase, default_phases, panic_hold_phases, warm_reset_phases
 from rig.qemu_argv import DEFAULT_ICOUNT_SHIFT, HOST_CLOCK, ICOUNT_CLOCK, MachineConfig
 from rig.rundir import BootResult, RunDir
 
@@ -38,7 +38,7 @@ class BootRequest:
     # kept, and the second boot runs init again (S10's ramoops read-back).
     warm_reset: bool = False
     # The kernel panics with panic=0 and holds: the run ends once the
-    # end-of-panic line is out and QEMU still runs (machine.panic_hold_phases).
+    # end-of-panic line is out and QEMU still runs (phases.panic_hold_phases).
     panic_hold: bool = False
     name: str = "boot"
     run_dir: Optional[Path] = None

@@ -1,23 +1,11 @@
-"""One boot under the rig's QEMU: spawn, drive the phases, classify, clean up.
+"""One boot under the rig's QEMU: spawn it, drive the phases (rig.phases),
+classify how the boot ended, clean up.
 
 The serial console (ttyS0) is QEMU's stdio chardev on a pty that pexpect
 reads; QEMU itself logs every console byte to console.log, which is the
-authoritative transcript.  A boot goes through named phases, each ended by a
-console pattern and bounded by its own timeout:
-
-    qemu      QEMU started and answered on QMP
-    firmware  until the kernel banner "Linux version"
-    kernel    until rig-init says "rig-init: start"
-    init      until rig-init says "rig-init: end status=N"
-    exit      until QEMU exits
-
-A boot restored from a snapshot (rig/snapshot.py) has a "restore" phase
-instead of firmware and kernel: its prelude loads the saved VM over QMP and
-runs it.
-
-A warm-reset boot (S10's ramoops read-back) panics on purpose: its "panic"
-phase ends with the panic banner, and the boot after the reset goes through
-firmware, kernel and init again before QEMU exits.
+authoritative transcript. A boot first waits for QMP ("qemu" phase), then
+rig.phases.drive takes it through its phases, each ended by a console
+pattern and bounded by its own timeout, with Machine.wait.
 
 QEMU is its own process group with PR_SET_PDEATHSIG=SIGKILL, and every exit
 path of the harness kills that group, so no QEMU outlives the rig.
@@ -27,10 +15,8 @@ import contextlib
 import ctypes
 import json
 import os
-import re
 import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, List, Optional, Tuple
 
@@ -38,53 +24,14 @@ import pexpect
 
 from rig import hostshare, paths, rundir, vcpu_stacks
 from rig import outcome as outcome_mod
+from rig.phases import PANIC_RE, Phase, drive
 from rig.qemu_argv import MachineConfig, build_argv
 from rig.rundir import BootResult, PhaseResult, RunDir
 from rig.qmp import QMPClient, QMPError
 
 PR_SET_PDEATHSIG = 1
-PANIC_RE = re.escape(outcome_mod.PANIC_BANNER).encode()
 LAST_LINES = 15
 POLL_S = 0.2
-
-
-@dataclass
-class Phase:
-    name: str
-    until: Optional[bytes]   # console regex that ends the phase; None: QEMU exit
-    timeout_s: float
-    panic_ends_it: bool = False   # the panic is expected: it ends this phase, the boot goes on
-    holds: bool = False      # until None: QEMU must *not* exit before the timeout (panic=0)
-
-
-def default_phases(init_timeout_s: float = 60.0, slow: float = 1.0) -> List[Phase]:
-    return [
-        Phase("firmware", rb"Linux version \S+", 30 * slow),
-        Phase("kernel", rb"rig-init: start", 60 * slow),
-        Phase("init", rb"rig-init: end status=-?\d+", init_timeout_s * slow),
-        Phase("exit", None, 20 * slow),
-    ]
-
-
-def warm_reset_phases(init_timeout_s: float = 60.0, slow: float = 1.0) -> List[Phase]:
-    """Boot, panic, reboot by a warm reset (QEMU without -no-reboot), boot again."""
-    first, again = default_phases(init_timeout_s, slow)[:2], default_phases(init_timeout_s, slow)
-    return first + [Phase("panic", PANIC_RE, init_timeout_s * slow, panic_ends_it=True),
-                    Phase("reboot firmware", again[0].until, again[0].timeout_s),
-                    Phase("reboot kernel", again[1].until, again[1].timeout_s)] + again[2:]
-
-
-PANIC_END_RE = rb"---\[ end Kernel panic - not syncing: .* \]---"
-HOLD_S = 2.0
-
-
-def panic_hold_phases(init_timeout_s: float = 60.0, slow: float = 1.0) -> List[Phase]:
-    """Boot, panic with panic=0: the kernel prints the end-of-panic line and
-    stays; QEMU must still run HOLD_S later, then the rig ends the run."""
-    first = default_phases(init_timeout_s, slow)[:2]
-    return first + [Phase("panic", PANIC_RE, init_timeout_s * slow, panic_ends_it=True),
-                    Phase("panic end", PANIC_END_RE, init_timeout_s * slow),
-                    Phase("hold", None, HOLD_S, holds=True)]
 
 
 _live: "set[Machine]" = set()
@@ -256,7 +203,7 @@ class Machine:
         return self.cfg.run.file(RunDir.QEMU_STDERR)
 
     # -- driving a boot ---------------------------------------------------
-    def _wait(self, until: Optional[bytes], timeout_s: float, watch_panic: bool = True) -> str:
+    def wait(self, until: Optional[bytes], timeout_s: float, watch_panic: bool = True) -> str:
         """Wait for a console pattern (or QEMU's exit). Returns how it ended."""
         assert self.child is not None
         # An unmatchable panic pattern keeps the indexes fixed when not watching.
@@ -282,7 +229,6 @@ class Machine:
         assert self.child is not None, "start() first"
         t0 = time.monotonic()
         results: List[PhaseResult] = []
-        hung: Optional[str] = None
         last = "qemu"
         self.qmp = QMPClient(str(self.cfg.qmp_socket))
         try:
@@ -291,55 +237,10 @@ class Machine:
         except QMPError as e:
             results.append(PhaseResult("qemu", f"failed: {e}", round(time.monotonic() - t0, 3)))
             self.qmp = None
-        pending = list(self.phases) if self.qmp is not None and self.child.isalive() else []
-        if pending and self.prelude is not None:
-            start = time.monotonic()
-            try:
-                self.prelude(self)
-                results.append(PhaseResult("restore", "matched",
-                                           round(time.monotonic() - start, 3)))
-            except QMPError as e:
-                results.append(PhaseResult("restore", f"failed: {e}",
-                                           round(time.monotonic() - start, 3)))
-                hung, last, pending = "restore", "restore", []
-        finished = panicked = False
-        while pending:
-            phase = pending.pop(0)
-            last = phase.name
-            start = time.monotonic()
-            # After an expected panic, its own later lines repeat the banner.
-            how = self._wait(phase.until, phase.timeout_s,
-                             watch_panic=not (phase.holds or panicked))
-            if how == "panic" and phase.panic_ends_it:
-                how, panicked = "matched", True
-            if phase.holds:
-                # Still running at the end: the hold held. An exit ends the boot.
-                how = "held" if how == "timeout" else how
-                finished = how != "held" or not pending
-            results.append(PhaseResult(phase.name, how, round(time.monotonic() - start, 3)))
-            if phase.holds:
-                if how != "held":
-                    break
-                continue
-            if how == "timeout":
-                hung = phase.name
-                break
-            if how == "matched" and self.on_phase is not None:
-                self.on_phase(self, phase.name)
-            if how in ("qemu-exit", "panic"):
-                finished = how == "qemu-exit"
-                break
-        if hung is None and not finished:
-            # After a panic wait for QEMU to exit on its own (panic=-1, -no-reboot).
-            exit_phase = self.phases[-1]
-            pending = [p for p in pending if p is not exit_phase]
-            start = time.monotonic()
-            how = self._wait(None, exit_phase.timeout_s, watch_panic=False)
-            results.append(PhaseResult("exit", how, round(time.monotonic() - start, 3)))
-            if how == "timeout":
-                hung = f"{last} (after it, QEMU did not exit)"
-        for p in pending:
-            results.append(PhaseResult(p.name, "skipped", 0.0))
+        alive = self.qmp is not None and self.child.isalive()
+        driven = drive(self, self.phases, alive, self.prelude, self.on_phase)
+        results += driven.results
+        hung, last = driven.hung, driven.last or last
         stacks = self._vcpu_stacks() if hung is not None else ""
         if hung is None and self.qmp is not None:
             self.qmp.drain(timeout=1.0)

@@ -20,7 +20,8 @@ from typing import Dict, List, Optional
 from rig import bundle, completeness, outcome, paths, snapshot
 from rig.boot import BootRequest, guest_time_of, machine_plan, new_run_dir
 from rig.build.cache import sha256_file
-from rig.machine import Machine, Phase
+from rig.machine import Machine
+from rig.phases import Phase
 from rig.rundir import RunDir
 from rig.uartlog import HEADER as UART_HEADER
 from rig.uartlog import RECORD as UART_RECORD

@@ -30,7 +30,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from rig import protocol, rundir
 from rig.build.cache import Step, ensure, sha256_bytes, sha256_file
-from rig.machine import Machine, Phase, default_phases, last_lines
+from rig.machine import Machine, last_lines
+from rig.phases import Phase, default_phases
 from rig.qemu_argv import CONSOLE_UART_QOM, ICOUNT_CLOCK, VCPU_SLICE_NS, MachineConfig
 from rig.qmp import QMPClient, QMPError
 from rig.rundir import RunDir

@@ -80,7 +80,7 @@ def test_warm_reset_lets_a_guest_reboot_reset_the_machine():
 
 
 def test_warm_reset_phases_expect_the_panic_then_a_second_boot():
-    from rig.machine import warm_reset_phases
+    from rig.phases import warm_reset_phases
     phases = warm_reset_phases()
     names = [p.name for p in phases]
     assert names == ["firmware", "kernel", "panic", "reboot firmware", "reboot kernel",

@@ -212,7 +212,8 @@ def test_nmi_trigger_is_rearmed_over_qmp(tmp_path):
     """Armed by a property for the first line, re-armed with QMP qom-set while
     rig-init sleeps, it fires once more, at the same byte of the second line."""
     from rig.build import artifacts
-    from rig.machine import Machine, Phase, default_phases
+    from rig.machine import Machine
+    from rig.phases import Phase, default_phases
     from rig.qemu_argv import CONSOLE_UART_QOM, MachineConfig
 
     kernel, initrd = artifacts.kernel("vanilla"), artifacts.initramfs("vanilla")
