@@ -144,7 +144,8 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
     if restorable:
         snap = artifacts.Artifact(snapshot.template(
             req.flavor, cfg, {"qemu": qemu["key"], "kernel": kernel["key"],
-                              "initramfs": initrd["key"]}, slowness(req)))
+                              "initramfs": initrd["key"]}, slowness(req),
+            lock_timeout_s=req.lock_timeout_s))
         cfg, phases, prelude = snapshot.restore_plan(Path(snap["dir"]), cfg, phases)
         inputs["snapshot"] = bundle.input_entry(
             snap, "vmstate", "any boot of the same request with the snapshot option "

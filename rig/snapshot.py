@@ -156,7 +156,8 @@ def save(m: Machine, vmstate: Path) -> None:
     tmp.replace(vmstate)
 
 
-def build_template(out: Path, cfg: MachineConfig, slow: float) -> dict:
+def build_template(out: Path, cfg: MachineConfig, slow: float,
+                   lock_timeout_s: Optional[float] = None) -> dict:
     """Boot cfg's machine to init's snapshot point and save it into out."""
     boot_dir = out / "boot"
     args = out / "template-args.txt"
@@ -167,7 +168,7 @@ def build_template(out: Path, cfg: MachineConfig, slow: float) -> dict:
     # console (S17's loglevel=4) prints neither the banner nor init's lines.
     timeout_s = sum(p.timeout_s for p in default_phases(slow=slow)[:2])
     t0 = time.monotonic()
-    with Machine(tcfg, []) as m:
+    with Machine(tcfg, [], lock_timeout_s=lock_timeout_s) as m:
         m.qmp = QMPClient(str(tcfg.qmp_socket))
         m.qmp.connect(timeout=15.0)
         wait_for_stop(m, timeout_s)
@@ -182,10 +183,12 @@ def build_template(out: Path, cfg: MachineConfig, slow: float) -> dict:
             **{name: name for name in PREFIXES}}
 
 
-def template(flavor: str, cfg: MachineConfig, inputs: Dict[str, str], slow: float) -> dict:
-    """The template for cfg's machine, built on a cache miss."""
+def template(flavor: str, cfg: MachineConfig, inputs: Dict[str, str], slow: float,
+             lock_timeout_s: Optional[float] = None) -> dict:
+    """The template for cfg's machine, built on a cache miss (waiting for the
+    host lock at most lock_timeout_s, like the boot that needs it)."""
     step = template_step(flavor, cfg, inputs)
-    manifest = ensure(step, lambda out: build_template(out, cfg, slow))
+    manifest = ensure(step, lambda out: build_template(out, cfg, slow, lock_timeout_s))
     manifest["dir"] = str(step.dir)
     return manifest
 

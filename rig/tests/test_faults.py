@@ -222,7 +222,10 @@ def test_a_disk_that_fills_during_the_run_is_a_rig_error_never_clean(small_tmpfs
 
 @pytest.mark.boots
 def test_rig_boot_gives_no_verdict_on_a_run_the_disk_cut_short(small_tmpfs):
-    rc, out = rig_boot("--min-free", "0", env={"RIG_RUNS": str(small_tmpfs / "runs")})
+    # Booted, not restored: the boot itself must meet the full disk (a restore
+    # would be refused earlier, copying the template's evidence).
+    rc, out = rig_boot("--min-free", "0", "--snapshot", "off",
+                       env={"RIG_RUNS": str(small_tmpfs / "runs")})
     outcome = next(ln for ln in out.splitlines() if ln.startswith("[boot] outcome: "))
     assert rc == 3 and outcome.startswith("[boot] outcome: rig-error: evidence incomplete: "), out
     assert "[verdict] NONE: the run's evidence is incomplete" in out
