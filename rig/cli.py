@@ -65,7 +65,7 @@ def cmd_boot(args) -> int:
     from rig import boot_options
     from rig.boot import BootRequest, boot
     from rig.build import custom
-    from rig.checks import boot_checks
+    from rig.properties import boot_checks
     from rig.evidence import Evidence
     from rig.qemu_argv import HOST_CLOCK
     option = lambda name: getattr(args, name)      # noqa: E731

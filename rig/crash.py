@@ -8,7 +8,7 @@ report, a SLUB or UBSAN report and arm64's "Call trace:" all have their own.
 The function in a title comes from the report's RIP/pc line, or else from
 the first frame of its stack trace that is not part of the reporting itself.
 
-Used by S1's splat check (rig.checks), and by anyone with `rig.crash.find`.
+Used by S1's splat check (rig.properties), and by anyone with `rig.crash.find`.
 """
 import re
 from dataclasses import dataclass

@@ -7,8 +7,8 @@ import pytest
 
 from rig.boot import BootRequest
 from rig.build import custom
-from rig.checks import boot_checks
 from rig.evidence import Evidence
+from rig.properties import boot_checks
 
 pytestmark = pytest.mark.boots
 

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from rig import checks, crash, logparse, paths, uartlog
+from rig import crash, logparse, paths, uartlog
 from rig.evidence import Evidence
+from rig.properties import KMSG_CONTIGUOUS, boot_checks
 from rig.rundir import BootResult, RunDir
 from rig.outcome import Outcome
 from rig.protocol import MARK_RUN_BEGIN
@@ -25,7 +26,7 @@ class ReportError(ValueError):
 @dataclass
 class RecordedRun(BootResult):
     """A finished run read back from its directory: a BootResult (what
-    rig.checks reads) plus its bundle."""
+    rig.properties reads) plus its bundle."""
     bundle: dict = field(default_factory=dict)
 
     @classmethod
@@ -138,7 +139,7 @@ def timeline(log: uartlog.UartLog) -> dict:
 
 def properties(run: RecordedRun, ev: Evidence, test_verdict: Optional[dict]) -> List[dict]:
     """The verdicts the page lists: the test's own (from JUnit), the boot
-    properties every run must have (rig.checks), IER across console writes."""
+    properties every run must have (rig.properties), IER across console writes."""
     out = []
     cls = run.outcome.cls
     # A test may end its run on purpose (a panic scenario): then the end is
@@ -156,8 +157,8 @@ def properties(run: RecordedRun, ev: Evidence, test_verdict: Optional[dict]) -> 
     # A run that ends in a panic on purpose has splats, no /dev/kmsg dump and
     # no clean exit: only the first two boot properties apply to it.
     # The /dev/kmsg check needs rig-init's kmsg step; only runs with it have one.
-    boot = [c for c in checks.boot_checks(ev)
-            if c.prop != checks.KMSG_CONTIGUOUS or "kmsg" in ev.side.sections]
+    boot = [c for c in boot_checks(ev)
+            if c.prop != KMSG_CONTIGUOUS or "kmsg" in ev.side.sections]
     for c in boot if run.outcome.cls == "clean" else boot[:2]:
         out.append({"prop": c.prop, "ok": c.ok, "detail": c.detail, "expected": False})
     log = ev.log

@@ -89,7 +89,7 @@ def test_the_rigs_own_oops_and_panic_and_a_clean_boot():
 
 def test_s1_splat_check_names_the_crash_by_its_title():
     from types import SimpleNamespace
-    from rig.checks import no_splat
+    from rig.properties import no_splat
     stall = b"[    1.0] ok\n[   22.000000] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:\n"
     got = no_splat(SimpleNamespace(result=SimpleNamespace(console=stall)))
     assert not got.ok and got.detail.startswith("INFO: rcu detected stall (console line 2:")
