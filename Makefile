@@ -83,7 +83,7 @@ demo: build
 	@$(RIG) boot --flavor patched
 
 # pytest-xdist workers, one per core: boots on the icount clock run side by side,
-# a real-time boot holds the host alone (rig/hostshare.py).
+# a real-time boot holds the host alone (rig/vm/hostshare.py).
 WORKERS ?= $(shell nproc)
 
 # Every run leaves its results where CI reads them: JUnit XML, KTAP and JSON.

@@ -10,13 +10,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Callable, Dict, List, Optional, Tuple
 
-from rig import backend, bundle, completeness, logparse, paths, rundir, snapshot
-from rig import outcome as outcome_mod
+from rig import bundle, paths, rundir
 from rig import inputs as request_check
-from rig.build import artifacts
-from rig.phases import Phase, default_phases, panic_hold_phases, warm_reset_phases
-from rig.qemu_argv import DEFAULT_ICOUNT_SHIFT, HOST_CLOCK, ICOUNT_CLOCK, MachineConfig
+from rig.artifacts import built as artifacts
+from rig.evidence import logparse
 from rig.rundir import BootResult, RunDir
+from rig.vm import backend, completeness, snapshot
+from rig.vm import outcome as outcome_mod
+from rig.vm.phases import Phase, default_phases, panic_hold_phases, warm_reset_phases
+from rig.vm.qemu_argv import DEFAULT_ICOUNT_SHIFT, HOST_CLOCK, ICOUNT_CLOCK, MachineConfig
 
 _counter = itertools.count()
 @dataclass
@@ -26,7 +28,7 @@ class BootRequest:
     smp: int = 2
     memory_mb: int = 256
     accel: str = "tcg"            # tcg, kvm or auto (kvm only after a probe boot succeeds)
-    clock: str = HOST_CLOCK       # host, or icount: byte-identical runs (rig.qemu_argv)
+    clock: str = HOST_CLOCK       # host, or icount: byte-identical runs (rig.vm.qemu_argv)
     icount_shift: int = DEFAULT_ICOUNT_SHIFT
     baud_model: bool = True
     uart_props: Dict[str, str] = field(default_factory=dict)   # e.g. an NMI trigger
@@ -42,9 +44,9 @@ class BootRequest:
     panic_hold: bool = False
     name: str = "boot"
     run_dir: Optional[Path] = None
-    initramfs: str = ""           # "" the standard one, "bench" rig bench's (rig.build.initramfs)
+    initramfs: str = ""           # "" the standard one, "bench" rig bench's (rig.artifacts.initramfs)
     # Start from a saved VM at init's snapshot point instead of booting
-    # (rig/snapshot.py), where the boot allows it.
+    # (rig/vm/snapshot.py), where the boot allows it.
     snapshot: bool = False
     # A second instrumented UART for the test module's second console
     # (rigprintk.second_console=): console2.log and uart2.log.
@@ -122,7 +124,7 @@ def machine_plan(req: BootRequest, qemu: Path, kernel: Path, initrd: Path, run_d
 
 
 def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
-    from rig.accel import resolve_accel
+    from rig.vm.accel import resolve_accel
     request_check.check(req.smp, req.memory_mb, req.cmdline, {})
     rundir.check_room(req.run_dir or paths.runs_root(), req.min_free_mb)
     req = device_triggers(req)

@@ -5,8 +5,8 @@ registered with the same name, choices and default on an argparse parser
 the configuration (rig.config) of the process and its children."""
 from typing import Any, Callable
 
-from rig import backend
-from rig.qemu_argv import CLOCKS, DEFAULT_ICOUNT_SHIFT
+from rig.vm import backend
+from rig.vm.qemu_argv import CLOCKS, DEFAULT_ICOUNT_SHIFT
 
 OPTIONS = (
     (("--kernel",), dict(
@@ -56,7 +56,7 @@ def apply(option: Callable[[str], Any]) -> bool:
     if option("backend") or option("libvirt_uri"):
         backend.choose(option("backend") or "libvirt", option("libvirt_uri") or [])
     if option("kernel"):
-        from rig.build import custom
+        from rig.artifacts import custom
         custom.use(option("kernel"), option("kernel_build"))
         return True
     return False

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from rig import config, paths
-from rig.build.cache import sha256_file
-from rig.qemu_argv import ICOUNT_CLOCK
+from rig.artifacts.cache import sha256_file
 from rig.rundir import RunDir
+from rig.vm.qemu_argv import ICOUNT_CLOCK
 
 FORMAT = 2          # 2: the request names its clock
 NAME = RunDir.BUNDLE

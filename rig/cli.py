@@ -9,7 +9,7 @@ from rig import boot_options, paths, rundir
 
 
 def cmd_build(args) -> int:
-    from rig.build import artifacts
+    from rig.artifacts import built as artifacts
     targets = args.what
     if "all" in targets:
         targets = ["kernel", "qemu", "initramfs"]
@@ -20,7 +20,7 @@ def cmd_build(args) -> int:
         elif what == "qemu":
             artifacts.qemu(build=True, force=args.force)
         elif what == "module":
-            from rig.build.module import build_module
+            from rig.artifacts.module import build_module
             for flavor in args.flavor:
                 build_module(flavor, force=args.force)
         elif what == "initramfs":
@@ -47,7 +47,7 @@ def add_build(sub) -> None:
 
 def report_series_check(force: bool) -> bool:
     """Print the per-patch verdicts of kernel-patches/series; True if all hold."""
-    from rig.build.series_check import build_series_check
+    from rig.artifacts.series_check import build_series_check
     m = build_series_check(force=force)
     for r in m["outputs"]["results"]:
         cp = "clean" if r.get("checkpatch_status") == 0 and not r["checkpatch"] else "NOT clean"
@@ -64,10 +64,10 @@ def report_series_check(force: bool) -> bool:
 def cmd_boot(args) -> int:
     from rig import boot_options
     from rig.boot import BootRequest, boot
-    from rig.build import custom
-    from rig.properties import boot_checks
-    from rig.evidence import Evidence
-    from rig.qemu_argv import HOST_CLOCK
+    from rig.artifacts import custom
+    from rig.evidence.properties import boot_checks
+    from rig.evidence.boot import Evidence
+    from rig.vm.qemu_argv import HOST_CLOCK
     option = lambda name: getattr(args, name)      # noqa: E731
     if boot_options.apply(option):
         args.flavor = custom.CUSTOM
@@ -134,7 +134,7 @@ def pytest_extra(args) -> list:
 
 
 def cmd_flakes(args) -> int:
-    from rig import flakes
+    from rig.tools import flakes
     extra = pytest_extra(args)
     return flakes.main(args.runs, paths.runs_root() / "flakes", extra or ["scenarios"])
 
@@ -150,7 +150,7 @@ def add_flakes(sub) -> None:
 
 
 def cmd_mutants(args) -> int:
-    from rig import mutants
+    from rig.tools import mutants
     extra = pytest_extra(args)
     return mutants.main(paths.runs_root() / "mutants", extra, args.only or [],
                         keep_builds=args.keep_builds, resume=args.resume)
@@ -176,7 +176,7 @@ def add_mutants(sub) -> None:
 
 
 def cmd_diff(args) -> int:
-    from rig import logdiff
+    from rig.evidence import logdiff
     colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     return logdiff.main(args.a, args.b, args.json, args.ts_tolerance, not args.no_mask,
                         colour, sys.stdout)
@@ -205,7 +205,7 @@ def add_diff(sub) -> None:
 
 
 def cmd_parse(args) -> int:
-    from rig import logcheck
+    from rig.evidence import logcheck
     return logcheck.main(args.log, args.json)
 
 
@@ -223,7 +223,7 @@ def add_parse(sub) -> None:
 
 
 def cmd_results(args) -> int:
-    from rig import results
+    from rig.tools import results
     return results.main(args.junit, args.out or "")
 
 
@@ -239,7 +239,7 @@ def add_results(sub) -> None:
 
 
 def cmd_replay(args) -> int:
-    from rig import replay
+    from rig.tools import replay
     try:
         return replay.replay(Path(args.bundle), gdb_port=args.gdb_port if args.gdb else None,
                              live=None if args.quiet else sys.stdout.buffer)
@@ -286,7 +286,7 @@ def add_golden(sub) -> None:
 
 
 def cmd_determinism(args) -> int:
-    from rig import determinism
+    from rig.tools import determinism
     extra = pytest_extra(args)
     return determinism.main(args.runs, paths.runs_root() / "determinism",
                             extra or ["scenarios"])
@@ -305,7 +305,7 @@ def add_determinism(sub) -> None:
 
 
 def cmd_report(args) -> int:
-    from rig.report import main as report
+    from rig.tools.report import main as report
     return report.main([Path(r) for r in args.runs], args.junit and Path(args.junit),
                        args.out and Path(args.out))
 
@@ -326,7 +326,7 @@ def add_report(sub) -> None:
 
 
 def cmd_bench(args) -> int:
-    from rig.bench import main as bench
+    from rig.tools.bench import main as bench
     return bench.main(args.lines, Path(args.out) if args.out else
                       paths.runs_root() / "bench.json", args.check, args.stress_records,
                       args.verdict_runs, args.verdict_workers)
@@ -396,14 +396,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from rig.build.runner import BuildError
-    from rig.hostshare import HostLockTimeout
+    from rig.artifacts.runner import BuildError
+    from rig.vm.hostshare import HostLockTimeout
     from rig.inputs import BadInput
     from rig.rundir import RunDirError
     args = build_parser().parse_args(argv)
     # SIGTERM/SIGHUP unwind like Ctrl-C: builds kill their make process group
     # and boots their QEMU on the way out.
-    from rig.machine import install_signal_cleanup
+    from rig.vm.machine import install_signal_cleanup
     install_signal_cleanup()
     if getattr(args, "flavor", None) is None and args.cmd == "build":
         args.flavor = list(paths.FLAVORS)

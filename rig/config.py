@@ -27,7 +27,7 @@ VARIABLES = {
     "custom_build": "RIG_CUSTOM_BUILD",   # and its build directory
     "backend": "RIG_BACKEND",             # direct or libvirt
     "libvirt_uris": "RIG_LIBVIRT_URI",    # comma-separated
-    "host_lock": "RIG_HOST_LOCK",         # the host lock's path (rig.hostshare)
+    "host_lock": "RIG_HOST_LOCK",         # the host lock's path (rig.vm.hostshare)
     "host_lock_log": "RIG_HOST_LOCK_LOG",  # where the lock's holders are logged
     "kernel_src": "KERNEL_SRC",           # a Linux tree instead of Debian's source
 }

@@ -3,7 +3,7 @@ pytest.ini loads with -p, so that the options are known however the command
 line is ordered (a conftest.py is found only after the paths are)."""
 
 from rig import boot_options, paths
-from rig.build import custom
+from rig.artifacts import custom
 
 
 def pytest_addoption(parser):
@@ -31,7 +31,7 @@ def pytest_configure(config):
     # silently at start-up now and then (execnet), and a worker's QEMU dies
     # with it anyway (PR_SET_PDEATHSIG).
     if not hasattr(config, "workerinput"):
-        from rig.machine import install_signal_cleanup
+        from rig.vm.machine import install_signal_cleanup
         install_signal_cleanup()
     # In the configuration, so that build subprocesses and xdist workers see it too.
     boot_options.apply(config.getoption)

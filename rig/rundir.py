@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from rig import config
-from rig import outcome as outcome_mod
+from rig.vm import outcome as outcome_mod
 
 PRIVATE_MODE = 0o700
 FILE_MODE = 0o600

@@ -7,15 +7,16 @@ from typing import Optional
 
 import pytest
 
+from rig import boot_options, paths
+from rig.artifacts import built as artifacts, custom
+from rig.artifacts.runner import BuildError
 from rig.boot import BootRequest, boot
-from rig import boot_options, golden, paths
-from rig.qemu_argv import HOST_CLOCK, ICOUNT_CLOCK
-from rig.rundir import RunDir
-from rig.build import artifacts, custom
-from rig.build.runner import BuildError
-from rig.evidence import Evidence
-from rig.properties import assert_ousted_writer_keeps_off
+from rig.evidence import golden
+from rig.evidence.boot import Evidence
+from rig.evidence.properties import assert_ousted_writer_keeps_off
 from rig.rigprintk import cmdline
+from rig.rundir import RunDir
+from rig.vm.qemu_argv import HOST_CLOCK, ICOUNT_CLOCK
 
 GOLDEN_CHANGES = pytest.StashKey[list]()
 

@@ -5,10 +5,10 @@ Both flavors must show all of it: S1 is what every other scenario stands on.
 """
 import pytest
 
+from rig.artifacts import custom
 from rig.boot import BootRequest
-from rig.build import custom
-from rig.evidence import Evidence
-from rig.properties import boot_checks
+from rig.evidence.boot import Evidence
+from rig.evidence.properties import boot_checks
 
 pytestmark = pytest.mark.boots
 

@@ -7,8 +7,8 @@ the same module and shows what it does instead. CPU tagging and the
 emergency loglevel controls are S2 and S15."""
 import pytest
 
-from rig import logparse
-from rig.properties import assert_ier_restored, assert_immediate
+from rig.evidence import logparse
+from rig.evidence.properties import assert_ier_restored, assert_immediate
 from rig.rigprintk import console_stats, mask, parse_tag, stats
 
 pytestmark = pytest.mark.boots

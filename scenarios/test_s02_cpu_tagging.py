@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from rig import logparse
-from rig.properties import assert_written_by_its_cpu_or_handed
+from rig.evidence import logparse
+from rig.evidence.properties import assert_written_by_its_cpu_or_handed
 from rig.rigprintk import mask, parse_tag
 
 # Deterministic (-icount): without it a host that deschedules the printer's

@@ -6,7 +6,7 @@ Vanilla passes too when the console is idle: its printk() caller takes the
 console lock and prints the line itself. S4 shows the difference under load."""
 import pytest
 
-from rig.properties import assert_immediate, single
+from rig.evidence.properties import assert_immediate, single
 
 pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.golden]
 

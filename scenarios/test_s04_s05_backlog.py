@@ -15,9 +15,9 @@ shift 3 until kernel-patches/0008: at 4 the emergency write's wait for the
 console ran out while the printer thread, retrying, held the vCPUs' turns."""
 import pytest
 
+from rig.evidence.wire import line_latency, marker
 from rig.protocol import MARK_BEFORE
 from rig.rigprintk import mask, stats
-from rig.wire import line_latency, marker
 
 pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.golden]
 

@@ -23,10 +23,10 @@ the wire that cannot be told from the patched kernel's handover, so vanilla
 passes that case."""
 import pytest
 
-from rig.properties import assert_written_by_its_cpu_or_handed
+from rig.evidence.properties import assert_written_by_its_cpu_or_handed
+from rig.evidence.wire import marker
 from rig.protocol import MARK_SPIN_BEGIN, MARK_SPIN_END
 from rig.rigprintk import mask
-from rig.wire import marker
 
 pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.emergency, pytest.mark.golden]
 

@@ -11,7 +11,7 @@ between two bytes depends on when each vCPU runs, which host load would
 otherwise decide."""
 import pytest
 
-from rig.properties import assert_ier_restored
+from rig.evidence.properties import assert_ier_restored
 from rig.rigprintk import mask
 
 pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.emergency, pytest.mark.golden]

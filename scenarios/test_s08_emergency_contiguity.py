@@ -8,11 +8,11 @@ line's bytes do not come from the CPU that printed it, and there is no CPU
 field to compare."""
 import pytest
 
+from rig.evidence.properties import assert_contiguous
 from rig.rigprintk import mask
-from rig.properties import assert_contiguous
 
 # Deterministic (-icount): the same run every time, its boots run beside the
-# other deterministic ones (rig/hostshare.py), and its wire-bound waits take
+# other deterministic ones (rig/vm/hostshare.py), and its wire-bound waits take
 # less wall time than in real time.
 pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.cpuid, pytest.mark.golden]
 

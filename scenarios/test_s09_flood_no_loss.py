@@ -14,11 +14,11 @@ Vanilla prints synchronously, so nothing is dropped and the reader keeps up;
 the same accounting holds there trivially and the scenario passes on both."""
 import pytest
 
-from rig.follow import missed_problems, parse_follow, sequence_problems
+from rig.evidence.follow import missed_problems, parse_follow, sequence_problems
 from rig.rigprintk import mask
 
 # Deterministic (-icount): the same run every time, its boots run beside the
-# other deterministic ones (rig/hostshare.py), and its wire-bound waits take
+# other deterministic ones (rig/vm/hostshare.py), and its wire-bound waits take
 # less wall time than in real time.
 pytestmark = [pytest.mark.boots, pytest.mark.noloss, pytest.mark.golden]
 

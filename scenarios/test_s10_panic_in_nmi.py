@@ -21,7 +21,7 @@ record's CPU field in the dump is the CPU the module printed it on. Both
 flavors must pass (kmsg_dump and its iterator are in 6.12)."""
 import pytest
 
-from rig import logparse
+from rig.evidence import logparse
 from rig.rigprintk import mask, parse_tag
 
 pytestmark = [pytest.mark.boots, pytest.mark.panic, pytest.mark.nmi, pytest.mark.golden]

@@ -13,7 +13,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from rig import logparse
+from rig.evidence import logparse
 
 pytestmark = [pytest.mark.boots, pytest.mark.kmsg]
 

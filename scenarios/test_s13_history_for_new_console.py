@@ -15,11 +15,11 @@ before it (the series' 0010 does). The console UARTs run without the baud
 model here, so vanilla's synchronous printing does not take minutes."""
 import pytest
 
-from rig import logparse
+from rig.evidence import logparse
 from rig.rigprintk import mask, parse_tag
 
 # Deterministic (-icount): the same run every time, its boots run beside the
-# other deterministic ones (rig/hostshare.py), and its wire-bound waits take
+# other deterministic ones (rig/vm/hostshare.py), and its wire-bound waits take
 # less wall time than in real time.
 pytestmark = [pytest.mark.boots, pytest.mark.noloss, pytest.mark.golden]
 

@@ -21,9 +21,9 @@ import re
 
 import pytest
 
+from rig.evidence.wire import marker
 from rig.protocol import MARK_SELF_NMI, MARK_SPIN_END
 from rig.rigprintk import parse_tag
-from rig.wire import marker
 
 pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.golden]
 

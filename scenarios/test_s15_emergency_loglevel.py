@@ -6,10 +6,10 @@ no longer immediate, below it even INFO is.
 Vanilla 6.12 has neither the parameter nor the fifth field (strict xfail)."""
 import pytest
 
-from rig.properties import assert_deferred, assert_immediate, single
+from rig.evidence.properties import assert_deferred, assert_immediate, single
 
 # Deterministic (-icount): the same run every time, its boots run beside the
-# other deterministic ones (rig/hostshare.py), and its wire-bound waits take
+# other deterministic ones (rig/vm/hostshare.py), and its wire-bound waits take
 # less wall time than in real time.
 pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.golden]
 

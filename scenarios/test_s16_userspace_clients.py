@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from rig import logparse
+from rig.evidence import logparse
 
 # Deterministic (-icount): the same run every time, its boots run beside the
-# other deterministic ones (rig/hostshare.py), and its wire-bound waits take
+# other deterministic ones (rig/vm/hostshare.py), and its wire-bound waits take
 # less wall time than in real time.
 pytestmark = [pytest.mark.boots, pytest.mark.kmsg, pytest.mark.golden]
 

@@ -24,7 +24,7 @@ Vanilla passes: it has no printer thread for its legacy console, and the
 lines are on the wire in time, written by a printk() caller."""
 import pytest
 
-from rig.properties import assert_printed_by_deadline
+from rig.evidence.properties import assert_printed_by_deadline
 from rig.rigprintk import mask
 
 # Virtual time (-icount), so the quiet wait and the wire are measured in the

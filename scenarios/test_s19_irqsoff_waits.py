@@ -23,8 +23,8 @@ Vanilla fails by about 8 ms: a caller with interrupts off spins for the
 console lock holder to finish its record."""
 import pytest
 
-from rig.properties import (assert_no_irqsoff_wait, assert_no_lockup_report, call_windows,
-                            nmi_windows)
+from rig.evidence.properties import (assert_no_irqsoff_wait, assert_no_lockup_report, call_windows,
+                                     nmi_windows)
 from rig.rigprintk import mask
 
 pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.nmi]

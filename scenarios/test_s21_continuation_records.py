@@ -24,7 +24,7 @@ from collections import Counter
 
 import pytest
 
-from rig.properties import assert_immediate, assert_written_by_its_cpu_or_handed
+from rig.evidence.properties import assert_immediate, assert_written_by_its_cpu_or_handed
 from rig.rigprintk import mask, parse_tag
 
 pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.golden]

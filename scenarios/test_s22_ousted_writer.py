@@ -1,6 +1,6 @@
 """S22 the 8250 after a takeover: a console writer that lost the console to
 another CPU does not touch the UART while the new owner writes, not even to
-poll the transmitter (rig.takeover reads the changes of hands off the
+poll the transmitter (rig.evidence.takeover reads the changes of hands off the
 register log, with the UART's LSR and IIR reads logged).
 
 The printer thread, pinned to CPU 0, prints INFO lines that CPU 1 queued;
@@ -17,7 +17,7 @@ Vanilla passes: its console write runs under the console lock and the port
 lock, so outside a panic nothing takes it over."""
 import pytest
 
-from rig.properties import assert_ousted_writer_keeps_off
+from rig.evidence.properties import assert_ousted_writer_keeps_off
 from rig.rigprintk import mask
 
 pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.golden]

@@ -16,7 +16,8 @@ the backlog, so they are in order among themselves, the others among
 theirs."""
 import pytest
 
-from rig.properties import assert_boot_console_prints_when_stored, assert_records_once_in_order
+from rig.evidence.properties import (assert_boot_console_prints_when_stored,
+                                     assert_records_once_in_order)
 
 # Deterministic (-icount): the template boot calibrates the TSC against the
 # PIT the same way every time, so the guest clock runs before ttyS0 is

@@ -19,7 +19,7 @@ Vanilla has no emergency messages: the ERR lines wait for riguart2's
 printer thread."""
 import pytest
 
-from rig.properties import assert_immediate, assert_records_once_in_order
+from rig.evidence.properties import assert_immediate, assert_records_once_in_order
 from rig.rigprintk import mask
 
 pytestmark = [pytest.mark.boots, pytest.mark.emergency]

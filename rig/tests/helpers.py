@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rig import config, paths
 from rig.boot import BootRequest, BootResult, boot, new_run_dir
-from rig.junit import verdicts
+from rig.tools.junit import verdicts
 
 
 def wait_for(predicate, timeout, what):
@@ -34,7 +34,7 @@ def process_gone(pid: int) -> bool:
         return True
 
 
-# A boot waits for the host lock (rig/hostshare.py) before QEMU starts: up to
+# A boot waits for the host lock (rig/vm/hostshare.py) before QEMU starts: up to
 # a whole real-time scenario or libvirt boot of another worker. Bounds on the
 # guest's progress start when QEMU does, never before.
 HOST_LOCK_WAIT_S = 1800

@@ -6,10 +6,10 @@ once into the cache (step gate-test-tree), keyed by the tarball and patches."""
 from pathlib import Path
 
 from rig import paths
-from rig.build.cache import Step, dpkg_version, ensure, sha256_file
-from rig.build.kernel import MUTANTS, SERIES
-from rig.build.patching import read_series
-from rig.build.runner import run_logged
+from rig.artifacts.cache import Step, dpkg_version, ensure, sha256_file
+from rig.artifacts.kernel import MUTANTS, SERIES
+from rig.artifacts.patching import read_series
+from rig.artifacts.runner import run_logged
 
 BASE_TAG = "printk-seed"
 MUTANT = "emergency-cpu-zero"

@@ -2,8 +2,8 @@
 run (1200-line backlog, 2026-12-04); the boots themselves run in make bench."""
 import json
 
-from rig.bench import report
-from rig.bench.guest import FlavorFigures
+from rig.tools.bench import report
+from rig.tools.bench.guest import FlavorFigures
 
 VANILLA = FlavorFigures(
     "vanilla",
@@ -61,7 +61,7 @@ STRESS_LINES = [
 
 
 def test_stress_lines_become_rates_and_reader_shares():
-    from rig.bench.guest import stress_results
+    from rig.tools.bench.guest import stress_results
     runs = stress_results(STRESS_LINES, "run dir")
     assert [r["writers"] for r in runs] == [1, 2, 3]
     assert runs[0]["records_per_s"] == 33647              # 20000 / 0.594409340 s
@@ -73,7 +73,7 @@ def test_stress_lines_become_rates_and_reader_shares():
 
 
 def test_a_bad_record_or_a_missing_run_fails_the_stress_figures():
-    from rig.bench.guest import BenchError, stress_results
+    from rig.tools.bench.guest import BenchError, stress_results
     torn = STRESS_LINES[:3] + [STRESS_LINES[3].replace("r1_bad=0", "r1_bad=2")]
     for lines, says in ((torn, "found 2 bad records"), (STRESS_LINES[:3], "[1, 2] writers")):
         try:
@@ -99,7 +99,7 @@ def test_verdict_table_gives_boot_scenario_and_suite_times():
 
 
 def test_rig_diff_bench_shapes_and_its_target():
-    from rig.bench import diff
+    from rig.tools.bench import diff
     d = diff.measure()
     boots = d["different_boots"]
     assert min(boots["bytes"]) >= diff.SIZE and boots["differences"] > 1000

@@ -4,8 +4,8 @@ import shutil
 import pytest
 
 from rig import paths
-from rig.build import cache, kernel, qemu
-from rig.build.cache import Step, describe_change, ensure
+from rig.artifacts import cache, kernel, qemu
+from rig.artifacts.cache import Step, describe_change, ensure
 
 
 @pytest.fixture
@@ -123,8 +123,8 @@ def test_sha256_tree_excludes(tmp_path):
 
 
 def test_missing_artifact_says_what_to_run(tmp_cache):
-    from rig.build import artifacts
-    from rig.build.runner import BuildError
+    from rig.artifacts import built as artifacts
+    from rig.artifacts.runner import BuildError
     with pytest.raises(BuildError, match=r"the patched kernel is not built .*run `make kernel`"):
         artifacts.kernel("patched")
     with pytest.raises(BuildError, match=r"initramfs is not built .*run `make initramfs`"):

@@ -1,6 +1,6 @@
 import subprocess
 
-from rig import cpio
+from rig.artifacts import cpio
 
 
 def test_archive_lists_with_gnu_cpio(tmp_path):

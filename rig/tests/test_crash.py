@@ -1,4 +1,4 @@
-"""rig.crash on real kernel logs: syzkaller's report corpus (its titles are
+"""rig.evidence.crash on real kernel logs: syzkaller's report corpus (its titles are
 the reference) and the rig's own oops and panic captures."""
 import lzma
 import tarfile
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from rig import crash
+from rig.evidence import crash
 
 DATA = Path(__file__).parent / "data"
-# Kernel-side crash logs of the corpus whose headline rig.crash finds
+# Kernel-side crash logs of the corpus whose headline rig.evidence.crash finds
 # (measured on 2026-12-06: 700 of 712; the rest are syzkaller's own
 # messages, "unexpected kernel reboot", or a headline without the kernel's
 # words such as "usb 5-1: WARNING: ath10k ...").
@@ -89,7 +89,7 @@ def test_the_rigs_own_oops_and_panic_and_a_clean_boot():
 
 def test_s1_splat_check_names_the_crash_by_its_title():
     from types import SimpleNamespace
-    from rig.properties import no_splat
+    from rig.evidence.properties import no_splat
     stall = b"[    1.0] ok\n[   22.000000] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:\n"
     got = no_splat(SimpleNamespace(result=SimpleNamespace(console=stall)))
     assert not got.ok and got.detail.startswith("INFO: rcu detected stall (console line 2:")

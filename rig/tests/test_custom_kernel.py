@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from rig import config
-from rig.build import artifacts, custom
-from rig.build.runner import BuildError
+from rig.artifacts import built as artifacts, custom
+from rig.artifacts.runner import BuildError
 from rig.inputs import BadInput
 from rig.tests.helpers import run_suite
 

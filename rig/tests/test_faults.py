@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from rig import config, hostshare, paths, rundir, uartlog
+from rig import config, paths, rundir
 from rig.boot import BootRequest, boot
+from rig.evidence import uartlog
+from rig.vm import hostshare
 
 NOT_A_KERNEL = os.urandom(4096)
 
@@ -141,11 +143,11 @@ def test_another_user_can_neither_take_nor_hold_the_host_lock(monkeypatch):
 
 
 def run_machine(tmp_path, cmdline: str, on_phase=None):
-    """A boot of the patched kernel straight through rig.machine, without
+    """A boot of the patched kernel straight through rig.vm.machine, without
     boot()'s checks of the request (to give the guest what they refuse)."""
     from rig.boot import machine_plan
-    from rig.build import artifacts
-    from rig.machine import Machine
+    from rig.artifacts import built as artifacts
+    from rig.vm.machine import Machine
     kernel, qemu = artifacts.kernel("patched"), artifacts.qemu()
     initrd = artifacts.initramfs("patched")
     cfg, phases, _ = machine_plan(BootRequest(cmdline=cmdline), qemu.path("qemu-system-x86_64"),
@@ -275,7 +277,7 @@ def test_the_least_memory_the_check_allows_boots(tmp_path):
     """The memory rule refuses what cannot reach init, not what can: a boot
     with exactly the minimum it asks reaches init and ends clean."""
     from rig import inputs
-    from rig.build import artifacts
+    from rig.artifacts import built as artifacts
     sizes = {"kernel image": artifacts.kernel("patched").path("bzImage").stat().st_size,
              "initramfs": artifacts.initramfs("patched").path("initramfs").stat().st_size}
     least = next(mb for mb in range(8, 512) if not inputs.problems(2, mb, "", sizes))

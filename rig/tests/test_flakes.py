@@ -1,5 +1,5 @@
-from rig.flakes import disagreements
-from rig.junit import failure_messages, verdicts
+from rig.tools.flakes import disagreements
+from rig.tools.junit import failure_messages, verdicts
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
 <testcase classname="scenarios.test_s02" name="test_s2[patched]" time="3"/>
@@ -33,7 +33,7 @@ def test_failure_messages(tmp_path):
 
 
 def test_wall_times_and_their_median(tmp_path):
-    from rig.junit import median_times, wall_times
+    from rig.tools.junit import median_times, wall_times
     p = tmp_path / "j.xml"
     p.write_text(JUNIT)
     t = wall_times(p)

@@ -1,7 +1,7 @@
-"""rig.follow: the S9 /dev/kmsg follower's log and its accounting."""
+"""rig.evidence.follow: the S9 /dev/kmsg follower's log and its accounting."""
 import pytest
 
-from rig.follow import FollowLogError, missed_problems, parse_follow, sequence_problems
+from rig.evidence.follow import FollowLogError, missed_problems, parse_follow, sequence_problems
 
 
 def log(*lines):

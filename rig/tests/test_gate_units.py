@@ -10,13 +10,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from rig.gate import formats
-from rig.gate.compare import (FAILS_ON_BOTH, FIXED, ONLY_HEAD, PASSES, REGRESSED, SKIPPED,
-                              SuiteResult, compare, kind_of)
-from rig.gate.main import EXIT_CANNOT, main
-from rig.gate.source import GateError, Revision, check_patch_applies, resolve
-from rig.gate.formats import ktap_name
-from rig.junit import verdicts
+from rig.tools.gate import formats
+from rig.tools.gate.compare import (FAILS_ON_BOTH, FIXED, ONLY_HEAD, PASSES, REGRESSED, SKIPPED,
+                                    SuiteResult, compare, kind_of)
+from rig.tools.gate.formats import ktap_name
+from rig.tools.gate.main import EXIT_CANNOT, main
+from rig.tools.gate.source import GateError, Revision, check_patch_applies, resolve
+from rig.tools.junit import verdicts
 
 DATA = Path(__file__).parent / "data"
 

@@ -3,7 +3,8 @@ mismatch report (on a real patched transcript)."""
 import lzma
 from pathlib import Path
 
-from rig import config, golden
+from rig import config
+from rig.evidence import golden
 
 DATA = Path(__file__).parent / "data"
 

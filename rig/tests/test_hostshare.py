@@ -1,8 +1,9 @@
-"""rig.hostshare: real-time boots hold the host alone, deterministic ones share it."""
+"""rig.vm.hostshare: real-time boots hold the host alone, deterministic ones share it."""
 import fcntl
 import os
 
-from rig import config, hostshare
+from rig import config
+from rig.vm import hostshare
 
 
 def try_lock(path, how) -> bool:

@@ -3,9 +3,9 @@ import subprocess
 
 import pytest
 
-from rig.build.kernel import config_mismatches, make_version, parse_fragment
-from rig.build.patching import apply_series, read_series
-from rig.build.runner import BuildError
+from rig.artifacts.kernel import config_mismatches, make_version, parse_fragment
+from rig.artifacts.patching import apply_series, read_series
+from rig.artifacts.runner import BuildError
 
 
 def test_parse_fragment_reads_set_and_unset():

@@ -5,9 +5,9 @@ like a build: `make series-check`); this test reads its verdicts."""
 import pytest
 
 from rig import config
-from rig.build.patching import read_series
-from rig.build.kernel import SERIES
-from rig.build.series_check import build_series_check
+from rig.artifacts.kernel import SERIES
+from rig.artifacts.patching import read_series
+from rig.artifacts.series_check import build_series_check
 
 
 BUILDS = pytest.mark.builds
@@ -60,8 +60,8 @@ diff --git a/kernel/printk/printk.c b/kernel/printk/printk.c
 @BUILDS
 def test_checkpatch_check_can_fail(tmp_path):
     """The check reads the tree's own checkpatch.pl: a bad patch must be reported."""
-    from rig.build import artifacts
-    from rig.build.series_check import run_checkpatch
+    from rig.artifacts import built as artifacts
+    from rig.artifacts.series_check import run_checkpatch
     src = artifacts.kernel("vanilla").path("source_dir")
     patch = tmp_path / "bad.patch"
     patch.write_text(BAD_PATCH)
@@ -77,7 +77,7 @@ MUTANT_SERIES = [p.name for p in read_series(SERIES.parent / "mutants" / "series
 def test_mutant_applies_on_top_of_the_series(mutant):
     """Each mutant (make mutants) applies to the patched tree with no fuzz."""
     import subprocess
-    from rig.build import artifacts
+    from rig.artifacts import built as artifacts
     tree = artifacts.kernel("patched").path("source_dir")
     res = subprocess.run(["patch", "-p1", "--dry-run", "--batch", "--fuzz=0", "-i",
                           str(SERIES.parent / "mutants" / mutant)],
@@ -86,8 +86,8 @@ def test_mutant_applies_on_top_of_the_series(mutant):
 
 
 def test_unknown_mutant_is_named(monkeypatch):
-    from rig.build import kernel
-    from rig.build.runner import BuildError
+    from rig.artifacts import kernel
+    from rig.artifacts.runner import BuildError
     monkeypatch.setenv(config.VARIABLES["mutant"], "no-such-mutant")
     with pytest.raises(BuildError, match="mutants: ier-not-restored"):
         kernel.mutant()
@@ -107,7 +107,7 @@ GOOD = """--- a/a.txt
 @pytest.mark.parametrize("inside_repo", [False, True])
 def test_git_apply_check_refuses_a_patch_that_needs_fuzz(tmp_path, inside_repo):
     import subprocess
-    from rig.build.series_check import git_apply_check
+    from rig.artifacts.series_check import git_apply_check
     if inside_repo:     # a repository above the tree must not make git skip the paths
         subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     tree = tmp_path / "src"

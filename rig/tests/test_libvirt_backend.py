@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from rig import backend, config, libvirt_stage, paths
+from rig import config, paths
 from rig.boot import BootRequest, boot
-from rig.libvirt_domain import ZERO_UUID, DomainError, domain_xml, split_argv
-from rig.qemu_argv import MachineConfig, build_argv
 from rig.tests.helpers import process_gone, run_suite, wait_for, wait_for_hang_step
+from rig.vm import backend, libvirt_stage
+from rig.vm.libvirt_domain import ZERO_UUID, DomainError, domain_xml, split_argv
+from rig.vm.qemu_argv import MachineConfig, build_argv
 
 FLAVOR = "vanilla"
 QEMU_NS = "{http://libvirt.org/schemas/domain/qemu/1.0}"
@@ -164,7 +165,7 @@ def evidence_of(tmp_path, name, args):
 
 @pytest.mark.boots
 def test_deterministic_evidence_is_the_same_on_both_backends(libvirt_backend, tmp_path):
-    # Booted on both: libvirt does not restore snapshots (rig/snapshot.py).
+    # Booted on both: libvirt does not restore snapshots (rig/vm/snapshot.py).
     direct = evidence_of(tmp_path, "direct", ["--backend", "direct", "--snapshot", "off"])
     libvirt = evidence_of(tmp_path, "libvirt", ["--backend", "libvirt"])
     assert direct == libvirt

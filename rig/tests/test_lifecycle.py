@@ -12,8 +12,7 @@ import pytest
 
 from rig import paths
 from rig.boot import BootRequest, boot
-from rig.tests.helpers import (boot_and_signal_qemu, process_gone, wait_for,
-                               wait_for_hang_step)
+from rig.tests.helpers import boot_and_signal_qemu, process_gone, wait_for, wait_for_hang_step
 
 pytestmark = pytest.mark.boots
 FLAVOR = "vanilla"

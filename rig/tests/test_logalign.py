@@ -2,7 +2,7 @@
 import difflib
 import random
 
-from rig.logalign import align, longest_increasing, unified
+from rig.evidence.logalign import align, longest_increasing, unified
 
 
 def covers(a, b, ops):

@@ -3,7 +3,7 @@ import io
 import json
 from pathlib import Path
 
-from rig import logcheck
+from rig.evidence import logcheck
 
 DATA = Path(__file__).parent / "data"
 

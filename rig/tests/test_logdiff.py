@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rig import logdiff
+from rig.evidence import logdiff
 
 DATA = Path(__file__).parent / "data"
 BOOT = (DATA / "patched-boot-takeover.console").read_bytes()

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from rig.logparse import (REPLAY_LINE, KmsgFormatError, cut_marker, parse_console_line,
-                          parse_kmsg, parse_transcript, split_lines)
+from rig.evidence.logparse import (REPLAY_LINE, KmsgFormatError, cut_marker, parse_console_line,
+                                   parse_kmsg, parse_transcript, split_lines)
 
 
 def test_plain_6_12_console_line():

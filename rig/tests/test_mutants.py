@@ -2,7 +2,7 @@
 `make mutants`: a kernel build per mutant)."""
 import json
 
-from rig import mutants
+from rig.tools import mutants
 
 
 def test_kill_table_names_what_each_mutant_breaks_and_what_caught_it(tmp_path):

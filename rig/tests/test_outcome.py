@@ -1,7 +1,7 @@
 import signal
 
-from rig.outcome import classify
 from rig.protocol import EXIT_FAIL, EXIT_OK
+from rig.vm.outcome import classify
 
 
 def cls(**kw):

@@ -1,6 +1,6 @@
-"""rig.phases.drive: the phase state machine on scripted wait results (the
+"""rig.vm.phases.drive: the phase state machine on scripted wait results (the
 real boots that exercise it are in test_lifecycle.py and the scenarios)."""
-from rig.phases import default_phases, drive, panic_hold_phases, warm_reset_phases
+from rig.vm.phases import default_phases, drive, panic_hold_phases, warm_reset_phases
 
 
 class Script:

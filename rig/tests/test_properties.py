@@ -4,11 +4,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from rig import logparse
-from rig.evidence import Evidence
-from rig.properties import (assert_immediate, assert_no_irqsoff_wait, assert_no_lockup_report,
-                            assert_printed_by_deadline, assert_written_by_its_cpu_or_handed,
-                            call_windows, nmi_windows)
+from rig.evidence import logparse
+from rig.evidence.boot import Evidence
+from rig.evidence.properties import (assert_immediate, assert_no_irqsoff_wait,
+                                     assert_no_lockup_report, assert_printed_by_deadline,
+                                     assert_written_by_its_cpu_or_handed, call_windows, nmi_windows)
 from rig.protocol import MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_NMI_ENTER, MARK_NMI_EXIT
 from rig.rigprintk import Tag
 from rig.tests.test_wire import SETUP_115200_8N1, log_of, thr, timed_log

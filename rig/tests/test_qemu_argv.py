@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from rig.qemu_argv import MachineConfig, build_argv, kernel_cmdline
+from rig.vm.qemu_argv import MachineConfig, build_argv, kernel_cmdline
 
 
 def cfg(**kw):
@@ -80,7 +80,7 @@ def test_warm_reset_lets_a_guest_reboot_reset_the_machine():
 
 
 def test_warm_reset_phases_expect_the_panic_then_a_second_boot():
-    from rig.phases import warm_reset_phases
+    from rig.vm.phases import warm_reset_phases
     phases = warm_reset_phases()
     names = [p.name for p in phases]
     assert names == ["firmware", "kernel", "panic", "reboot firmware", "reboot kernel",

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from rig.qmp import Framer, QMPClient, QMPError, encode_command
+from rig.vm.qmp import Framer, QMPClient, QMPError, encode_command
 
 
 def test_framer_splits_partial_and_joined_messages():

@@ -12,10 +12,11 @@ import time
 
 import pytest
 
-from rig import bundle, paths, replay
+from rig import bundle, paths
 from rig.boot import BootRequest, boot
 from rig.rigprintk import cmdline, mask
 from rig.tests.helpers import HOST_LOCK_WAIT_S
+from rig.tools import replay
 
 pytestmark = pytest.mark.boots
 

@@ -4,9 +4,10 @@ import json
 
 import pytest
 
-from rig import bundle, determinism, replay
-from rig.build.cache import sha256_file
-from rig.uartlog import HEADER, RECORD
+from rig import bundle
+from rig.artifacts.cache import sha256_file
+from rig.evidence.uartlog import HEADER, RECORD
+from rig.tools import determinism, replay
 
 
 def test_load_names_a_missing_or_broken_bundle(tmp_path):

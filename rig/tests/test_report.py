@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from rig import paths, uartlog
-from rig.report import data, page
+from rig import paths
+from rig.evidence import uartlog
 from rig.tests.helpers import run_suite
+from rig.tools.report import data, page
 
 DATA = Path(__file__).parent / "data"
 
@@ -98,7 +99,7 @@ def test_a_run_that_did_not_end_clean_is_never_a_pass(tmp_path, cls):
 
 
 def test_a_damaged_run_in_a_batch_is_named_and_the_rest_reported(tmp_path, capsys):
-    from rig.report.main import main
+    from rig.tools.report.main import main
     good, cut = real_s7_run(tmp_path / "a"), real_s7_run(tmp_path / "b")
     (cut / "summary.json").write_text('{"name": "S7", "outc')
     assert main([good, cut], None, tmp_path) == 2
@@ -118,7 +119,7 @@ def test_page_embeds_its_data_safely(tmp_path):
 
 
 def test_a_run_directory_is_required(tmp_path, capsys):
-    from rig.report.main import main
+    from rig.tools.report.main import main
     assert main([tmp_path], None, tmp_path) == 2
     assert "not a run directory (no console.log)" in capsys.readouterr().out
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rig import results
+from rig.tools import results
 
 DATA = Path(__file__).parent / "data"
 EVERY_STATUS = DATA / "pytest-every-status.junit.xml"   # pass, fail, error, skip, xfail
@@ -43,7 +43,7 @@ def test_missing_junit_is_named(capsys):
 
 def kunit_py() -> Path:
     """tools/testing/kunit/kunit.py of the kernel source the rig builds from."""
-    from rig.build.kernel import kernel_step
+    from rig.artifacts.kernel import kernel_step
     script = kernel_step("vanilla").dir / "src" / "tools" / "testing" / "kunit" / "kunit.py"
     if not script.is_file():
         pytest.fail(f"no {script}: build the vanilla kernel first (make kernel)", pytrace=False)

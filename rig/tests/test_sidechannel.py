@@ -1,6 +1,6 @@
 import pytest
 
-from rig.sidechannel import SideChannelError, parse
+from rig.evidence.sidechannel import SideChannelError, parse
 
 
 def frame(name, body):

@@ -1,14 +1,16 @@
-"""Snapshot restore (rig/snapshot.py): units, and real boots that restore a
+"""Snapshot restore (rig/vm/snapshot.py): units, and real boots that restore a
 template saved at init's snapshot point."""
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from rig import protocol, snapshot, uartlog
+from rig import protocol
 from rig.boot import BootRequest, boot
 from rig.bundle import EVIDENCE
-from rig.qemu_argv import MachineConfig, build_argv
+from rig.evidence import uartlog
+from rig.vm import snapshot
+from rig.vm.qemu_argv import MachineConfig, build_argv
 
 # Two bracketed console lines and the kernel log: the scenario's parameters
 # (steps, line length) come from fw_cfg after the restore.
@@ -139,8 +141,8 @@ def test_a_rebuilt_template_gives_the_same_run(tmp_path):
     again gives byte-identical runs (its vmstate bytes may differ: they hold
     host clock offsets)."""
     from rig.boot import machine_plan, slowness
-    from rig.build import artifacts
-    from rig.machine import Machine
+    from rig.artifacts import built as artifacts
+    from rig.vm.machine import Machine
 
     req = BootRequest(flavor="vanilla", cmdline=SCENARIO, clock="icount")
     qemu, kernel = artifacts.qemu(), artifacts.kernel("vanilla")

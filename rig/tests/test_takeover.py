@@ -1,14 +1,14 @@
-"""rig.takeover: changes of hands read off the register log, and the ousted
+"""rig.evidence.takeover: changes of hands read off the register log, and the ousted
 writer's accesses while the new owner writes. Synthetic logs for each rule,
 and the real S7 capture (an NMI on vCPU 1 took the console over from the
 printer on vCPU 0)."""
 import lzma
 from pathlib import Path
 
-from rig import uartlog
+from rig.evidence import uartlog
+from rig.evidence.takeover import takeovers
+from rig.evidence.wire import marker
 from rig.protocol import MARK_RUN_BEGIN
-from rig.takeover import takeovers
-from rig.wire import marker
 
 DATA = Path(__file__).parent / "data"
 OWN = 0x05

@@ -6,8 +6,9 @@ import subprocess
 
 import pytest
 
-from rig import paths, uartlog
+from rig import paths
 from rig.boot import BootRequest, boot
+from rig.evidence import uartlog
 from rig.tests.helpers import boot_and_signal_qemu
 
 pytestmark = pytest.mark.boots
@@ -211,10 +212,10 @@ def test_nmi_trigger_lands_identically_on_10_deterministic_runs():
 def test_nmi_trigger_is_rearmed_over_qmp(tmp_path):
     """Armed by a property for the first line, re-armed with QMP qom-set while
     rig-init sleeps, it fires once more, at the same byte of the second line."""
-    from rig.build import artifacts
-    from rig.machine import Machine
-    from rig.phases import Phase, default_phases
-    from rig.qemu_argv import CONSOLE_UART_QOM, MachineConfig
+    from rig.artifacts import built as artifacts
+    from rig.vm.machine import Machine
+    from rig.vm.phases import Phase, default_phases
+    from rig.vm.qemu_argv import CONSOLE_UART_QOM, MachineConfig
 
     kernel, initrd = artifacts.kernel("vanilla"), artifacts.initramfs("vanilla")
     cfg = MachineConfig(qemu=artifacts.qemu().path("qemu-system-x86_64"),

@@ -1,7 +1,7 @@
 import pytest
 
-from rig import uartlog
-from rig.uartlog import UartLogError, pack_header, pack_record
+from rig.evidence import uartlog
+from rig.evidence.uartlog import UartLogError, pack_header, pack_record
 
 
 def sample(n=3):

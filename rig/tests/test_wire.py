@@ -1,8 +1,8 @@
 import pytest
 
-from rig import uartlog
-from rig.wire import (LineFormat, find_line, foreign_byte, line_latency, marker,
-                      programmed_format, wire_end_ns, wire_lines)
+from rig.evidence import uartlog
+from rig.evidence.wire import (LineFormat, find_line, foreign_byte, line_latency, marker,
+                               programmed_format, wire_end_ns, wire_lines)
 
 
 def log_of(writes):

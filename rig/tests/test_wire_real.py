@@ -1,4 +1,4 @@
-"""The register-log analysis (rig.wire, rig.uartlog) on a real capture: S7 on
+"""The register-log analysis (rig.evidence.wire, rig.evidence.uartlog) on a real capture: S7 on
 the patched kernel, deterministic. The UART fired an NMI at vCPU 1 right
 after byte 40 of a flood line that the printer thread wrote on vCPU 0; the
 NMI's emergency line cut the line, the printer replayed it."""
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from rig import uartlog
+from rig.evidence import uartlog
+from rig.evidence.wire import (find_line, foreign_byte, ier_problem, line_latency, marker,
+                               programmed_format, wire_lines)
 from rig.protocol import MARK_RUN_BEGIN, MARK_RUN_END
-from rig.wire import (find_line, foreign_byte, ier_problem, line_latency, marker,
-                      programmed_format, wire_lines)
 
 DATA = Path(__file__).parent / "data"
 VICTIM = "[    1.318860] 000: rigprintk: scen=S7 cpu=0 ctx=task seq=5 lvl=6 pad=" + "x" * 120

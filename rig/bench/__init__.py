@@ -1,2 +1,0 @@
-"""rig bench: printk figures measured in the guest's virtual time, vanilla
-and patched side by side (rig.bench.guest), and their table and JSON."""

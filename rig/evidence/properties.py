@@ -1,0 +1,381 @@
+"""Named properties of a run's evidence (rig.evidence.boot, parsed once).
+
+The boot properties every run must have (catalogue S1) are checked into a
+Check that names the property and says why it holds or not: S1, `rig boot`
+and the report list them. The scenarios' properties are assertions whose
+messages name the broken property in their first words, then where in the
+log, and which run directory holds it.
+"""
+import re
+from dataclasses import dataclass
+from typing import List, Optional
+
+from rig.evidence import crash, logparse
+from rig.evidence.boot import Evidence
+from rig.evidence.wire import (foreign_byte, ier_problem, inside, marker, own_wire_ns, printed_by,
+                               programmed_format, windows)
+from rig.protocol import (MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_NMI_ENTER, MARK_NMI_EXIT,
+                          MARK_RUN_BEGIN)
+from rig.rigprintk import Tag
+
+
+# A stack trace without a headline rig.evidence.crash knows is still a splat.
+TRACE_RE = re.compile(r"\bCall [Tt]race:|------------\[ cut here \]------------")
+
+
+@dataclass
+class Check:
+    prop: str
+    ok: bool
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{'PASS' if self.ok else 'FAIL'} {self.prop}: {self.detail}"
+
+
+def booted_to_init(ev: Evidence) -> Check:
+    ok = b"rig-init: start" in ev.result.console
+    return Check("boots to init", ok, "rig-init started" if ok else
+                 "no 'rig-init: start' line on the console")
+
+
+def console_lines_parse(ev: Evidence) -> Check:
+    t = ev.transcript
+    if not t.lines:
+        return Check("console lines parse", False, "no kernel line on the console at all")
+    if t.unparsed:
+        bad = "; ".join(f"line {ln.lineno}: {ln.raw[:100]!r}" for ln in t.unparsed[:5])
+        return Check("console lines parse", False,
+                     f"{len(t.unparsed)} of {len(t.lines) + len(t.unparsed)} kernel lines "
+                     f"do not parse: {bad}")
+    return Check("console lines parse", True, f"{len(t.lines)} kernel lines parsed "
+                 f"({len(t.firmware)} firmware lines before the kernel)")
+
+
+def no_splat(ev: Evidence) -> Check:
+    console = ev.result.console
+    found = crash.first(console)
+    if found:
+        return Check("no WARN/BUG/lockdep splat", False,
+                     f"{found.title} (console line {found.lineno}: {found.headline[:120]!r})")
+    for lineno, line in enumerate(logparse.split_lines(console), 1):
+        if TRACE_RE.search(line):
+            return Check("no WARN/BUG/lockdep splat", False,
+                         f"backtrace at console line {lineno}: {line[:120]!r}")
+    return Check("no WARN/BUG/lockdep splat", True, "none found")
+
+
+KMSG_CONTIGUOUS = "/dev/kmsg seq contiguous from 0"
+
+
+def kmsg_contiguous(ev: Evidence) -> Check:
+    prop = KMSG_CONTIGUOUS
+    if ev.unreadable:
+        return Check(prop, False, "; ".join(ev.unreadable.values()))
+    for name in ("kmsg", "kmsg-meta"):
+        if name not in ev.side.sections:
+            return Check(prop, False, f"side channel has no section {name!r} (sections: "
+                         f"{', '.join(sorted(ev.side.sections)) or 'none'}; status: "
+                         f"{ev.side.status})")
+    records, meta = ev.kmsg, ev.side.section("kmsg-meta").decode()
+    if not records:
+        return Check(prop, False, "the /dev/kmsg dump holds no record")
+    seqs = [r.seq for r in records]
+    if seqs[0] != 0:
+        return Check(prop, False, f"first record has seq {seqs[0]}, not 0 ({meta.strip()})")
+    for prev, cur in zip(seqs, seqs[1:]):
+        if cur != prev + 1:
+            return Check(prop, False, f"seq jumps from {prev} to {cur} ({meta.strip()})")
+    return Check(prop, True, f"{len(records)} records, seq 0..{seqs[-1]} ({meta.strip()})")
+
+
+def exit_clean(ev: Evidence) -> Check:
+    oc = ev.result.outcome
+    return Check("exit class is clean", oc.cls == "clean",
+                 f"{oc.cls}: {oc.detail.splitlines()[0]}")
+
+
+def boot_checks(ev: Evidence) -> List[Check]:
+    """Catalogue S1: the properties every boot must have."""
+    return [booted_to_init(ev), console_lines_parse(ev), no_splat(ev),
+            kmsg_contiguous(ev), exit_clean(ev)]
+
+
+def assert_immediate(ev: Evidence, line, tag: Tag):
+    """Every byte of the line (and its CRLF) went out during the printk() call,
+    written by the calling CPU."""
+    during = ev.during_call(tag)
+    wire = (line.raw + "\r\n").encode()
+    written = bytes(r.value for r in during)
+    assert wire in written, (
+        f"emergency immediacy on {ev.console_name}: line not written during its printk() "
+        f"call: {line.raw!r}; "
+        f"{len(written)} bytes went out between the markers ({ev.where()})")
+    # A printer that had begun the record may have written all but its
+    # newline before the caller took the console over: that fragment plus the
+    # caller's newline reads as the line too. The caller's own copy follows
+    # the replay line.
+    copies, start = [], written.find(wire)
+    while start >= 0:
+        copies.append({r.cpu for r in during[start:start + len(wire)]})
+        start = written.find(wire, start + 1)
+    assert {tag.cpu} in copies, (f"emergency immediacy on {ev.console_name}: the line's bytes "
+                                 f"came from vCPUs {copies[0]}, the caller was CPU {tag.cpu} "
+                                 f"({ev.where()})")
+
+
+def assert_deferred(ev: Evidence, line, tag: Tag):
+    written = bytes(r.value for r in ev.during_call(tag))
+    assert (line.raw + "\r\n").encode() not in written, (
+        f"emergency threshold: line written during its printk() call although it is not "
+        f"an emergency: {line.raw!r} ({ev.where()})")
+    assert line in ev.transcript.lines
+
+
+def single(ev: Evidence, scen: str):
+    found = ev.tagged(scen)
+    assert len(found) == 1, (f"records once: {scen}'s line is on the console {len(found)} "
+                             f"times, not once ({ev.where()})")
+    return found[0]
+
+
+def assert_ier_restored(ev: Evidence):
+    """Console writes clear IER and restore what they found, however they nest
+    (rig.evidence.wire.ier_problem), from the run's start on."""
+    begin = marker(ev.log, MARK_RUN_BEGIN)
+    assert begin is not None, f"no run-begin marker in the register log ({ev.where()})"
+    problem = ier_problem(ev.log, begin.seq)
+    assert problem is None, f"IER restored: {problem} ({ev.where()})"
+
+
+def assert_contiguous(ev: Evidence, line, cpu: int):
+    """The line is on the wire whole, and every byte of its text came from cpu."""
+    wl = ev.wire_line_of(line)
+    assert wl is not None, (f"emergency contiguity: line {line.lineno} not found whole on the "
+                            f"wire: {line.raw!r} ({ev.where()})")
+    stray = foreign_byte(wl, cpu)
+    assert stray is None, (
+        f"emergency contiguity: line from cpu{cpu} interleaved with a byte from vCPU {stray.cpu} "
+        f"at log record {stray.seq}: {line.raw!r} ({ev.where()})")
+
+
+def assert_written_by_its_cpu_or_handed(ev: Evidence, line, cpu: int, may_hand: bool):
+    """The emergency line is whole on the wire and every byte of its text came
+    from one vCPU: cpu's own, or, for a record printed where the caller must
+    not wait for another CPU (NMI, interrupts off: may_hand), the emergency
+    writer it was handed to, which writes it right after a line of its own
+    (kernel-patches/DESIGN.md, "Contention")."""
+    wl = ev.wire_line_of(line)
+    assert wl is not None, (f"line {line.lineno} not found whole on the wire: {line.raw!r} "
+                            f"({ev.where()})")
+    if foreign_byte(wl, cpu) is None:
+        return
+    before = [w for w in ev.wire if w.last.seq < wl.first.seq]
+    handed = (may_hand and len(wl.body_cpus) == 1 and before
+              and before[-1].body_cpus == wl.body_cpus)
+    assert handed, (
+        f"emergency line writer: the line from cpu{cpu} was written by vCPUs "
+        f"{sorted(wl.body_cpus)}, neither by its own CPU alone nor, handed over, right "
+        f"after the writer's own line: "
+        f"{line.raw!r} ({ev.where()})")
+
+
+def assert_printed_by_deadline(ev: Evidence, tagged, quiet_ms: int,
+                               printer_cpu: Optional[int]):
+    """Printer-thread liveness: every tagged line is whole on the wire before
+    the module's deadline marker, which it writes after quiet_ms in which
+    nothing printed; init's end-of-run flush and later printk() calls come
+    after the marker. And the printer thread, pinned to printer_cpu, wrote
+    the first of them: a CPU left in an emergency section flushes the
+    consoles itself whenever it prints (6.12's rule for emergency sections),
+    which may take over from the printer later but must not stand in for a
+    printer that never ran. printer_cpu None: a kernel without a printer."""
+    deadline = marker(ev.log, MARK_DEADLINE)
+    assert deadline is not None, f"no deadline marker in the register log ({ev.where()})"
+    wires = [(line, ev.wire_line_of(line)) for line, _ in tagged]
+    late = [(line, wl) for line, wl in wires if wl is None or wl.last.seq > deadline.seq]
+    if late:
+        line, wl = late[0]
+        how = ("never whole on the wire" if wl is None else
+               f"its last byte written by vCPU {wl.last.cpu} at log record {wl.last.seq}, "
+               f"{(wl.last.vtime_ns - deadline.vtime_ns) / 1e6:.1f} ms after the deadline")
+        raise AssertionError(
+            f"printer-thread liveness: {len(late)} of {len(tagged)} lines were not printed "
+            f"within {quiet_ms} ms of quiet (deadline marker at log record {deadline.seq}); "
+            f"first: console line {line.lineno} {line.raw!r}, {how} ({ev.where()})")
+    if printer_cpu is None or not wires:
+        return
+    line, wl = min(wires, key=lambda lw: lw[1].first.seq)
+    assert wl.body_cpus == {printer_cpu}, (
+        f"printer-thread liveness: the printer thread on CPU {printer_cpu} did not print: the "
+        f"first of the {len(tagged)} lines, console line {line.lineno} {line.raw!r}, was "
+        f"written by vCPU {sorted(wl.body_cpus)} from log record {wl.first.seq} "
+        f"({ev.where()})")
+
+
+def call_windows(ev: Evidence):
+    """The module's printk() calls, from its before marker to its after marker
+    on the same vCPU (made with interrupts off by flood_irqsoff)."""
+    return windows(ev.log, lambda v: v >> 28 == MARK_BEFORE,
+                   lambda v: (MARK_AFTER << 28) | (v & 0x0FFFFFFF))
+
+
+def nmi_windows(ev: Evidence):
+    """Each vCPU's time in NMI handlers (the module's nmi_markers)."""
+    return windows(ev.log, lambda v: v == MARK_NMI_ENTER, lambda v: MARK_NMI_EXIT)
+
+
+# A writer polls the transmitter between bytes, so writing takes a little
+# longer than the bytes' wire time: up to this share of it is writing too.
+WRITE_SLACK = 0.05
+
+
+def assert_no_irqsoff_wait(ev: Evidence, wins, bound_ms: float, nmis=()):
+    """Interrupts-off waits: in no window with interrupts off does a CPU spend
+    more than bound_ms beyond the wire time of the bytes it wrote itself of
+    lines it printed (writing them is the work it is there for; waiting for
+    others, or writing their lines, is not). Time in the NMI handlers of nmis
+    is the NMI's, not the call's: it is left out, with the bytes written in it."""
+    assert wins, f"no interrupts-off window was marked in the register log ({ev.where()})"
+    fmt = programmed_format(ev.log)
+    printers = printed_by(ev.wire)
+    in_nmi = {w: inside(w, nmis) for w in wins}
+    own = {w: own_wire_ns(ev.log, w, fmt, in_nmi[w], printers) for w in wins}
+    spent = {w: w.ns - sum(n.ns for n in in_nmi[w]) for w in wins}
+    worst = max(wins, key=lambda w: spent[w] - own[w] * (1 + WRITE_SLACK))
+    waited = (spent[worst] - own[worst]) / 1e6
+    nmi_ms = (worst.ns - spent[worst]) / 1e6
+    assert spent[worst] - own[worst] * (1 + WRITE_SLACK) <= bound_ms * 1e6, (
+        f"interrupts-off wait: CPU {worst.cpu} waited {waited:.1f} ms with interrupts off in "
+        f"a printk() call of {worst.ns / 1e6:.1f} ms ({nmi_ms:.1f} ms of it in NMI), beyond the "
+        f"{own[worst] / 1e6:.1f} ms its own lines took on the wire (bound {bound_ms} ms + "
+        f"{WRITE_SLACK:.0%} of those; log records {worst.begin.seq}-{worst.end.seq}, "
+        f"{len(wins)} windows) ({ev.where()})")
+
+
+LOCKUP_RE = re.compile(r"soft lockup|hard LOCKUP|detected stalls? on CPU|self-detected stall|"
+                       r"blocked for more than \d+ seconds")
+
+
+def assert_no_lockup_report(ev: Evidence):
+    """No soft-lockup, hard-lockup, RCU-stall or hung-task report on the console."""
+    hit = next((ln for ln in ev.transcript.lines if LOCKUP_RE.search(ln.raw)), None)
+    assert hit is None, (f"lockup report: console line {hit.lineno}: {hit.raw!r} "
+                         f"({ev.where()})")
+
+
+def assert_ousted_writer_keeps_off(ev: Evidence, expect_takeover: bool):
+    """The 8250 after a takeover: a console writer that lost the console to
+    another CPU does not touch the UART while the new owner writes, not even
+    to poll LSR (rig.evidence.takeover). expect_takeover: the scenario is built to
+    make one, so none at all is a broken setup. Judged from the module's
+    run-begin marker on: before it, the tty layer sets IER too."""
+    begin = marker(ev.log, MARK_RUN_BEGIN)
+    if begin is None and not expect_takeover:
+        return
+    assert begin is not None, f"no run-begin marker in the register log ({ev.where()})"
+    found = ev.takeovers(begin.seq)
+    bad = [t for t in found if t.stray is not None]
+    if bad:
+        t = bad[0]
+        end = (f"log record {t.ended.seq}" if t.ended else "never")
+        kind = "read" if t.stray.is_read else "write"
+        raise AssertionError(
+            f"8250 after a takeover: vCPU {t.ousted_cpu} touched the UART after vCPU "
+            f"{t.taker.cpu} took the console over: {t.stray.reg} {kind} at log record "
+            f"{t.stray.seq}, {(t.stray.vtime_ns - t.taker.vtime_ns) / 1e3:.1f} us after the "
+            f"takeover at log record {t.taker.seq}; the new owner's write ended: {end} "
+            f"({len(bad)} of {len(found)} takeovers) ({ev.where()})")
+    assert found or not expect_takeover, (
+        f"S22 setup: no console write of one vCPU was taken over by another "
+        f"({ev.where()})")
+
+
+def console_record_lines(ev: Evidence, levels, cpu: Optional[str] = None):
+    """The lines the console must show for the /dev/kmsg dump's records of
+    the given levels (and of that CPU field, if given): (record seq, text),
+    a record of several lines as several."""
+    return [(r.seq, line) for r in ev.kmsg
+            if r.level in levels and (cpu is None or record_cpu(r) == cpu)
+            for line in r.text.split("\n")]
+
+
+def record_cpu(record) -> Optional[str]:
+    """A /dev/kmsg record's CPU field (the patched kernel's fifth field)."""
+    return record.extra[0] if record.extra and record.extra[0].isdigit() else None
+
+
+def assert_records_once_in_order(ev: Evidence, console_loglevel: int = 7,
+                                 overtaking_below: int = 0, from_seq: int = 0,
+                                 to_seq: Optional[int] = None):
+    """Every record of the /dev/kmsg dump that the console must print is on
+    it exactly once, from record from_seq on (up to, not including, to_seq
+    where the transcript was taken before the end), with no gap or duplicate
+    (the console's own replay and dropped lines aside), in the dump's order.
+    The emergency records (levels below overtaking_below) overtake the
+    backlog, each written by its own CPU: they are in order among those of
+    their CPU."""
+    have = [ln for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
+    emergency = range(overtaking_below)
+    groups = [(emergency, cpu) for cpu in sorted({record_cpu(r) for r in ev.kmsg
+                                                  if r.level in emergency}, key=str)]
+    groups.append((range(overtaking_below, console_loglevel), None))
+    for levels, cpu in groups:
+        want = [(seq, text) for seq, text in console_record_lines(ev, levels, cpu)
+                if seq >= from_seq and (to_seq is None or seq < to_seq)]
+        texts = {text for _, text in want}
+        mine = [ln for ln in have if ln.text in texts]
+        problem = first_out_of_place(want, mine)
+        of_cpu = f", CPU {cpu}" if cpu is not None else ""
+        assert problem is None, (
+            f"records once and in order on {ev.console_name}: {problem} ({len(want)} lines "
+            f"of levels {levels.start}-{levels.stop - 1}{of_cpu}) ({ev.where()})")
+
+
+def first_out_of_place(want, have) -> Optional[str]:
+    """Where the console lines have differ from the wanted (seq, text)s, or None."""
+    for i, (seq, text) in enumerate(want):
+        got = have[i] if i < len(have) else None
+        if got is not None and got.text == text:
+            continue
+        if got is None:
+            how = "the console ends before it"
+        elif i and got.text == want[i - 1][1]:
+            how = f"console line {got.lineno} repeats the record before it: {got.raw!r}"
+        elif any(ln.text == text for ln in have[i + 1:]):
+            how = f"console line {got.lineno} comes first: {got.raw!r}"
+        else:
+            how = f"it is not on the console; console line {got.lineno} is {got.raw!r}"
+        return f"record seq {seq} {text!r} (line {i + 1}): {how}"
+    return None
+
+
+def assert_boot_console_prints_when_stored(ev: Evidence, real_console: str,
+                                           bound_ms: float) -> int:
+    """A boot console prints each record when it is stored: it is the only
+    way out before the real console (and any printer thread) exists. Each
+    record stored before the real_console line, once the clock runs, starts
+    on the wire no later than bound_ms after its timestamp, measured against
+    the record that got there fastest (the guest clock's offset from the
+    register log's virtual time). Returns how many early records it could
+    measure: none when the clock started only after the real console (a
+    TSC calibration that fell back to a slower reference, on a busy host)."""
+    real = next((ln for ln in ev.transcript.lines if real_console in ln.raw), None)
+    assert real is not None, f"boot console: no {real_console!r} line ({ev.where()})"
+    lags = []
+    for line in ev.transcript.lines:
+        wl = ev.wire_line_of(line)
+        if wl is not None and line.ts_usec:
+            lags.append((line, wl, wl.first.vtime_ns - line.ts_usec * 1000))
+    early = [x for x in lags if x[0].lineno < real.lineno]
+    if not early:
+        return 0
+    offset = min(lag for _, _, lag in lags)
+    line, wl, lag = max(early, key=lambda x: x[2])
+    late_ms = (lag - offset) / 1e6
+    assert late_ms <= bound_ms, (
+        f"boot console: console line {line.lineno} {line.raw!r} reached the wire "
+        f"{late_ms:.1f} ms after it was stored (bound {bound_ms} ms), at log record "
+        f"{wl.first.seq}: the boot console did not print it when it was stored, but "
+        f"later ({len(early)} records before {real_console!r}) ({ev.where()})")
+    return len(early)

@@ -1,2 +1,0 @@
-"""ci/gate: build a kernel change's base and head, run the scenarios on both,
-and say which properties the change broke (rig.gate.main)."""

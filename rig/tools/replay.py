@@ -1,0 +1,184 @@
+"""rig replay BUNDLE: run a recorded boot again and compare its evidence.
+
+The inputs come from where the bundle says they were, or from the build
+cache under their step and key, and must have the recorded sha256; the QEMU
+command line is the recorded one with only the paths of the new run
+directory and of the inputs substituted. A run restored from a snapshot
+is replayed from the same saved VM (an input like the others). Then every evidence file must be
+byte-identical, and the first difference is named: the byte offset, and the
+console line or the register-log record it falls in.
+
+--gdb starts QEMU paused with its gdb stub and no phase timeouts, so that a
+developer can attach (`gdb vmlinux -ex 'target remote :PORT'`), set a
+breakpoint on panic and continue to it.
+"""
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from rig import bundle, paths
+from rig.artifacts.cache import sha256_file
+from rig.boot import BootRequest, guest_time_of, machine_plan, new_run_dir
+from rig.evidence.uartlog import HEADER as UART_HEADER
+from rig.evidence.uartlog import RECORD as UART_RECORD
+from rig.rundir import RunDir
+from rig.vm import completeness, outcome, snapshot
+from rig.vm.machine import Machine
+from rig.vm.phases import Phase
+
+NO_TIMEOUT_S = 365 * 24 * 3600.0
+
+
+class ReplayError(bundle.BundleError):
+    """The bundle cannot be replayed (an input is missing or differs)."""
+
+
+def resolve_input(role: str, entry: Dict, flavor: str) -> Path:
+    """The recorded file, or the cache's copy under the recorded step and key."""
+    candidates = [Path(entry["path"])]
+    if entry.get("step") and entry.get("step") != "custom":
+        candidates.append(paths.cache_root() / entry["step"] / entry["key"] / entry["file"])
+    for c in candidates:
+        if c.is_file() and sha256_file(c) == entry["sha256"]:
+            return c
+    present = [str(c) for c in candidates if c.is_file()]
+    why = (f"{', '.join(present)} has another sha256 (rebuilt from other inputs)"
+           if present else f"not at {' nor '.join(str(c) for c in candidates)}")
+    raise ReplayError(
+        f"the run's {role} ({entry.get('step')} {entry.get('key')}, sha256 "
+        f"{entry['sha256'][:16]}...) is missing: {why}. Rebuild it from the same rig "
+        f"checkout with `{entry['rebuild']}`")
+
+
+def request_of(b: Dict) -> BootRequest:
+    fields = dict(b["request"])
+    if fields.get("qmp_when"):
+        pattern, command, arguments = fields["qmp_when"]
+        fields["qmp_when"] = (pattern.encode("latin-1"), command, arguments)
+    return BootRequest(**fields)
+
+
+def substitute(argv: List[str], mapping: Dict[str, str]) -> List[str]:
+    out = []
+    for arg in argv:
+        for old, new in mapping.items():
+            arg = arg.replace(old, new)
+        out.append(arg)
+    return out
+
+
+@dataclass
+class FileVerdict:
+    name: str
+    identical: bool
+    detail: str
+
+
+def first_difference(name: str, old: bytes, new: bytes) -> str:
+    n = min(len(old), len(new))
+    at = next((i for i in range(n) if old[i] != new[i]), n)
+    if at == n:
+        return (f"{len(old)} bytes recorded, {len(new)} replayed: one is a prefix of the "
+                f"other, first difference at byte {at}")
+    where = f"first difference at byte {at}"
+    if name == RunDir.CONSOLE:
+        line = old.count(b"\n", 0, at) + 1
+
+        def line_at(data: bytes) -> str:
+            start = data.rfind(b"\n", 0, at) + 1
+            end = data.find(b"\n", at)
+            return data[start:end if end >= 0 else len(data)].decode("utf-8", "replace")
+        where += (f", console line {line}:\n    recorded: {line_at(old)!r}\n"
+                  f"    replayed: {line_at(new)!r}")
+    elif name == RunDir.UART and at >= UART_HEADER.size:
+        where += f", register-log record {(at - UART_HEADER.size) // UART_RECORD.size}"
+    elif name == RunDir.UART:
+        where += " (in the log header)"
+    return where
+
+
+def compare(recorded_dir: Path, recorded: Dict, new_dir: Path) -> List[FileVerdict]:
+    out = []
+    extra = tuple(n for n in bundle.SECOND_CONSOLE_EVIDENCE if n in recorded)
+    for name in bundle.EVIDENCE + extra:
+        old_path, new_path = recorded_dir / name, new_dir / name
+        new = new_path.read_bytes() if new_path.is_file() else None
+        if old_path.is_file():
+            old = old_path.read_bytes()
+            if recorded and recorded.get(name) and \
+                    sha256_file(old_path) != recorded[name]["sha256"]:
+                out.append(FileVerdict(name, False, "the bundle's copy was changed after the "
+                                                    "run (sha256 differs from the record)"))
+                continue
+        else:
+            out.append(FileVerdict(name, False, "not in the bundle"))
+            continue
+        if new is None:
+            out.append(FileVerdict(name, False, "the replay did not write it"))
+        elif old == new:
+            out.append(FileVerdict(name, True, f"identical ({len(new)} bytes)"))
+        else:
+            out.append(FileVerdict(name, False, first_difference(name, old, new)))
+    return out
+
+
+def replay(where: Path, gdb_port: Optional[int] = None, live=None, out=None) -> int:
+    out = out or sys.stdout
+    b = bundle.load(where)
+    recorded_dir = Path(b["dir"])
+    req = request_of(b)
+    inputs = {role: resolve_input(role, entry, b["flavor"])
+              for role, entry in b["inputs"].items()}
+    run_dir = new_run_dir(f"replay-{b['name']}", b["flavor"])
+    cfg, phases, on_phase = machine_plan(req, inputs["qemu"], inputs["kernel"],
+                                         inputs["initramfs"], run_dir,
+                                         b["machine"].get("accel", "tcg"))
+    prelude = None
+    if "snapshot" in inputs:
+        # A restored run: the same saved VM (by sha256), its logs as prefixes.
+        cfg, phases, prelude = snapshot.restore_plan(inputs["snapshot"].parent, cfg, phases)
+    # Most specific first: the QMP socket may lie inside the old run directory.
+    mapping = {b["qmp_socket"]: str(cfg.qmp_socket)}
+    mapping.update({b["inputs"][r]["path"]: str(p) for r, p in inputs.items()})
+    mapping[b["run_dir"]] = str(run_dir)
+    argv = substitute(b["argv"], mapping)
+    if gdb_port is not None:
+        argv += ["-S", "-gdb", f"tcp:127.0.0.1:{gdb_port}"]
+        phases = [Phase(p.name, p.until, NO_TIMEOUT_S, p.panic_ends_it) for p in phases]
+        vmlinux = paths.kernel_build_of(inputs["kernel"]) / "vmlinux"
+        print(f"[replay] QEMU starts paused with its gdb stub on 127.0.0.1:{gdb_port}; "
+              f"attach with:\n  gdb {vmlinux} -ex 'target remote 127.0.0.1:{gdb_port}'\n"
+              f"  (then for example: break panic, continue)", file=out, flush=True)
+    print(f"[replay] {recorded_dir} -> {run_dir}", file=out, flush=True)
+    if not b.get("determinism"):
+        print("[replay] note: the run ran on the host's clock (no -icount): its evidence "
+              "is not expected to repeat byte for byte", file=out)
+    machine = Machine(cfg, phases, live=live, on_phase=on_phase, argv=argv, prelude=prelude)
+    bundle.write(run_dir, req, cfg, argv, {r: dict(b["inputs"][r], path=str(p))
+                                           for r, p in inputs.items()})
+    with machine as m:
+        result = m.run()
+    missing = completeness.problems(run_dir, machine, result.outcome)
+    if missing:
+        result.outcome = outcome.rig_error(missing, result.outcome)
+    bundle.finish(run_dir, result.outcome.cls)
+    verdicts = compare(recorded_dir, b.get("evidence") or {}, run_dir)
+    same = all(v.identical for v in verdicts)
+    report = {"bundle": str(recorded_dir), "replay": str(run_dir),
+              "outcome": {"recorded": b.get("outcome"), "replayed": result.outcome.cls},
+              "guest_s_end": guest_time_of(result.console, "rig-init: end status="),
+              "identical": same,
+              "files": {v.name: {"identical": v.identical, "detail": v.detail}
+                        for v in verdicts}}
+    RunDir(run_dir).write_json(RunDir.REPLAY, report, indent=1)
+    print(f"[replay] outcome: recorded {b.get('outcome')}, replayed {result.outcome.cls}",
+          file=out)
+    if result.outcome.cls != b.get("outcome"):
+        print(f"[replay] {result.outcome.detail}", file=out)
+    for v in verdicts:
+        print(f"[replay] {v.name}: {v.detail}", file=out)
+    print(f"[replay] {'IDENTICAL' if same else 'DIFFERENT'}: "
+          f"{sum(v.identical for v in verdicts)} of {len(verdicts)} evidence files "
+          f"byte-identical ({run_dir})", file=out)
+    return 0 if same else 1

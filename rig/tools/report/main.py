@@ -1,0 +1,63 @@
+"""rig report RUN... [--junit FILE] [--out DIR]: write RUN/report.html for
+each run directory, and, for more than one run (or --junit), an index page.
+With --junit and no RUN, the runs are those the JUnit file's tests name
+(their run_dir property: passing tests' runs exist only with --keep-runs)."""
+import os
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from rig import paths
+from rig.evidence.uartlog import UartLogError
+from rig.rundir import RunDir
+from rig.tools.junit import failure_messages, run_dirs, skip_reasons, verdicts
+from rig.tools.report import page
+from rig.tools.report.data import ReportError, gather
+
+
+def junit_runs(junit: Path) -> Dict[str, dict]:
+    """run directory -> the verdict of the test that made it, from JUnit XML."""
+    verdict, failed, skipped = verdicts(junit), failure_messages(junit), skip_reasons(junit)
+    return {run: {"test": test, "verdict": verdict[test],
+                  "message": failed.get(test) or skipped.get(test, "")}
+            for run, test in run_dirs(junit).items()}
+
+
+def write_run(run_dir: Path, verdict: Optional[dict]) -> dict:
+    d = gather(run_dir, verdict)
+    RunDir(run_dir).write_text(RunDir.REPORT, page.run_page(d))
+    return d
+
+
+def main(runs: List[Path], junit: Optional[Path], out: Optional[Path]) -> int:
+    verdicts = junit_runs(junit) if junit else {}
+    if not runs:
+        runs = [Path(r) for r in verdicts if Path(r).is_dir()]
+        if not runs:
+            print(f"error: no run directory to report on ({junit} names none that "
+                  "still exists; run pytest with --keep-runs)" if junit else
+                  "error: give run directories, or --junit FILE")
+            return 2
+    index_dir = (out or paths.runs_root()).resolve()
+    rows, bad = [], 0
+    for run_dir in sorted(r.resolve() for r in runs):
+        try:
+            d = write_run(run_dir, verdicts.get(str(run_dir)))
+        except (ReportError, UartLogError, OSError) as e:
+            print(f"ERROR {run_dir}: {e}")
+            bad += 1
+            rows.append({"name": run_dir.name, "flavor": "?", "test": None,
+                         "verdict": "ERROR", "expected_end": False,
+                         "outcome": f"not reported: {e}", "href": None})
+            continue
+        page_file = RunDir(run_dir).file(RunDir.REPORT)
+        print(f"{d['verdict']:<5} {page_file}")
+        rows.append({"name": d["name"], "flavor": d["flavor"], "test": d["test"],
+                     "verdict": d["verdict"], "expected_end": d["expected_end"],
+                     "outcome": d["outcome"]["class"],
+                     "href": os.path.relpath(page_file, index_dir)})
+    if len(rows) > 1 or junit:
+        index_dir.mkdir(parents=True, exist_ok=True)
+        title = f"printk-rig runs ({junit.name if junit else f'{len(rows)} runs'})"
+        (index_dir / "index.html").write_text(page.index_page(title, rows))
+        print(f"index: {index_dir / 'index.html'}")
+    return 2 if bad else 0

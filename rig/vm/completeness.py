@@ -1,0 +1,86 @@
+"""Is a run's evidence whole? Each file is held to a count kept apart from
+it, before any verdict: a cut file must never pass for a quiet kernel.
+
+console.log   the console bytes the harness read from QEMU's console (QEMU
+              writes the log itself and silently drops what it cannot write)
+uart.log      the device's own count of the records it logged and lost,
+(uart2.log)   which QEMU writes into the header when it ends (format version 2)
+side.bin      its framing, and init's final status line, which a run that
+              ended through init's exit port must have sent last
+harness       every file the harness wrote into the run directory
+
+A run with a problem here ends in the class rig-error (rig.vm.outcome), naming
+the file, the byte or record count and the error.
+"""
+from pathlib import Path
+from typing import List
+
+from rig.evidence import sidechannel, uartlog
+from rig.rundir import RunDir
+from rig.vm.outcome import DEBUG_EXIT_CODES, Outcome
+
+
+def console_problem(run_dir: Path, machine) -> List[str]:
+    expected = machine.console_log_expected()
+    if expected is None:
+        return []
+    log = RunDir(run_dir).console_log
+    size = log.stat().st_size if log.exists() else 0
+    if size == expected:
+        return []
+    what = (f"QEMU could not write the last {expected - size}" if size < expected
+            else "the file has more than the console sent")
+    return [f"console.log holds {size} bytes, QEMU's console sent {expected}: {what} "
+            "(a full disk or a write error)"]
+
+
+def register_log_problem(path: Path, cpus: int, qemu_ended_by_itself: bool) -> List[str]:
+    if not path.exists():
+        return [f"{path.name} is missing: QEMU did not start the device or could not create "
+                "the file"]
+    try:
+        log = uartlog.read(path, cpus)
+    except uartlog.UartLogError as e:
+        return [str(e)]
+    short = uartlog.shortfall(log)
+    if short:
+        return [f"{path.name} {short}"]
+    if qemu_ended_by_itself and log.header.version >= 2 and \
+            log.header.state != uartlog.STATE_CLOSED:
+        return [f"{path.name} was not closed by QEMU, which ended by itself: its count of "
+                f"records is missing ({len(log.records)} records in the file)"]
+    return []
+
+
+def side_channel_problem(path: Path, outcome: Outcome) -> List[str]:
+    """A run that ended through init's exit port sent its status line last."""
+    if DEBUG_EXIT_CODES.get(outcome.exit_status) is None:
+        return []
+    data = path.read_bytes() if path.exists() else b""
+    try:
+        side = sidechannel.parse(data)
+    except sidechannel.SideChannelError as e:
+        return [f"side.bin ({len(data)} bytes): {e}"]
+    code = outcome.exit_status >> 1
+    if side.status != code:
+        return [f"side.bin ({len(data)} bytes) ends without init's status line "
+                f"'@@rig status {code}' that came before its exit: the side channel "
+                f"was cut"]
+    return []
+
+
+def problems(run_dir: Path, machine, outcome: Outcome) -> List[str]:
+    """Everything incomplete in the run's evidence; [] when it is whole."""
+    cfg = machine.cfg
+    found = list(machine.write_errors)
+    if outcome.phase == "qemu":
+        # QEMU never came up: there is no evidence to be whole (qemu-crash says why).
+        return found
+    # QEMU exited with a status of its own (not killed by the rig or a signal).
+    ended_by_itself = outcome.exit_status is not None and outcome.signal is None
+    found += console_problem(run_dir, machine)
+    found += register_log_problem(cfg.uart_log, cfg.smp, ended_by_itself)
+    if cfg.second_uart:
+        found += register_log_problem(cfg.uart2_log, cfg.smp, ended_by_itself)
+    found += side_channel_problem(cfg.side_log, outcome)
+    return found
