@@ -149,6 +149,11 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
                               "initramfs": initrd["key"]}, slowness(req),
             lock_timeout_s=req.lock_timeout_s))
         cfg, phases, prelude = snapshot.restore_plan(Path(snap["dir"]), cfg, phases)
+        if live is not None:
+            # The boot up to the snapshot point, as the template's console
+            # printed it: the run's transcript starts with it too.
+            live.write(cfg.console_log.read_bytes())
+            live.flush()
         inputs["snapshot"] = bundle.input_entry(
             snap, "vmstate", "any boot of the same request with the snapshot option "
             "rebuilds it; the saved bytes differ from build to build, the evidence should not")

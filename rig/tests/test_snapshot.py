@@ -1,5 +1,6 @@
 """Snapshot restore (rig/vm/snapshot.py): units, and real boots that restore a
 template saved at init's snapshot point."""
+import io
 from dataclasses import replace
 from pathlib import Path
 
@@ -133,6 +134,19 @@ class TestRestore:
         sent = bytes(r.value for r in log.records[:nmis[0]] if r.reg == "THR")
         after = sent[sent.index(b"rig-line:") + len(b"rig-line:"):]
         assert len(after) == 100, f"fired {len(after)} bytes after the pattern, not 100"
+
+
+@pytest.mark.boots
+def test_a_restored_boot_shows_its_whole_transcript_live(tmp_path):
+    """The live console of a restored boot starts with the boot up to the
+    snapshot point, as its console.log does: the same bytes, in order."""
+    live = io.BytesIO()
+    res = boot(BootRequest(flavor="vanilla", cmdline=SCENARIO, snapshot=True,
+                           name="snapshot-live", run_dir=tmp_path / "run"), live=live)
+    assert res.outcome.cls == "clean", res.outcome.detail
+    shown = live.getvalue()
+    assert b"Linux version" in shown and b"rig-init: end status=" in shown
+    assert shown.replace(b"\r", b"") == res.console.replace(b"\r", b"")
 
 
 @pytest.mark.boots
