@@ -152,7 +152,7 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
         if live is not None:
             # The boot up to the snapshot point, as the template's console
             # printed it: the run's transcript starts with it too.
-            live.write(cfg.console_log.read_bytes())
+            live.write(cfg.run.console_log.read_bytes())
             live.flush()
         inputs["snapshot"] = bundle.input_entry(
             snap, "vmstate", "any boot of the same request with the snapshot option "

@@ -79,8 +79,8 @@ def problems(run_dir: Path, machine, outcome: Outcome) -> List[str]:
     # QEMU exited with a status of its own (not killed by the rig or a signal).
     ended_by_itself = outcome.exit_status is not None and outcome.signal is None
     found += console_problem(run_dir, machine)
-    found += register_log_problem(cfg.uart_log, cfg.smp, ended_by_itself)
+    found += register_log_problem(cfg.run.uart_log, cfg.smp, ended_by_itself)
     if cfg.second_uart:
-        found += register_log_problem(cfg.uart2_log, cfg.smp, ended_by_itself)
-    found += side_channel_problem(cfg.side_log, outcome)
+        found += register_log_problem(cfg.run.uart2_log, cfg.smp, ended_by_itself)
+    found += side_channel_problem(cfg.run.side_log, outcome)
     return found

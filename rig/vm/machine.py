@@ -128,7 +128,7 @@ class Machine:
         run = self.cfg.run
         run.write_json(RunDir.ARGV, self.argv, indent=1)
         run.write_text(RunDir.CMDLINE, self.argv[self.argv.index("-append") + 1] + "\n")
-        log = self.cfg.console_log
+        log = self.cfg.run.console_log
         self.console_prefix = log.stat().st_size if self.cfg.restore and log.exists() else 0
         if self.cfg.qmp_socket.exists():
             self.cfg.qmp_socket.unlink()
@@ -249,13 +249,13 @@ class Machine:
         events = self.qmp.events if self.qmp is not None else []
         status, sig = self.exit_status(events)
         self.note(RunDir.QMP_EVENTS, "".join(json.dumps(ev) + "\n" for ev in events))
-        console = self.cfg.console_log.read_bytes() if self.cfg.console_log.exists() else b""
+        console = self.cfg.run.console_log.read_bytes() if self.cfg.run.console_log.exists() else b""
         oc = outcome_mod.classify(status, sig, hung, last, events,
                                   console.decode("utf-8", "replace"))
         if hung == "restore":
             oc.detail += f"; {results[-1].ended_by}"
         if oc.cls in ("hang", "qemu-crash", "panic") or hung:
-            oc.detail += "; last console lines:\n" + last_lines(self.cfg.console_log)
+            oc.detail += "; last console lines:\n" + last_lines(self.cfg.run.console_log)
         if stacks:
             where = self.cfg.run.file(RunDir.VCPU_STACKS)
             oc.detail += (f"\nvCPU stacks at the hang (all samples in {where}):\n"

@@ -72,26 +72,6 @@ class MachineConfig:
         return rundir.RunDir(self.run_dir)
 
     @property
-    def console_log(self) -> Path:
-        return self.run.console_log
-
-    @property
-    def side_log(self) -> Path:
-        return self.run.side_log
-
-    @property
-    def uart_log(self) -> Path:
-        return self.run.uart_log
-
-    @property
-    def console2_log(self) -> Path:
-        return self.run.console2_log
-
-    @property
-    def uart2_log(self) -> Path:
-        return self.run.uart2_log
-
-    @property
     def qmp_socket(self) -> Path:
         return self.socket("qmp")
 
@@ -113,8 +93,8 @@ def kernel_cmdline(extra: str) -> str:
 def second_uart_args(cfg: MachineConfig) -> List[str]:
     if not cfg.second_uart:
         return []
-    return ["-chardev", f"file,id=con2,path={cfg.console2_log}",
-            "-device", SECOND_UART.format(log=cfg.uart2_log) +
+    return ["-chardev", f"file,id=con2,path={cfg.run.console2_log}",
+            "-device", SECOND_UART.format(log=cfg.run.uart2_log) +
             ("" if cfg.baud_model else ",baud-model=off")]
 
 
@@ -132,14 +112,14 @@ def build_argv(cfg: MachineConfig, firmware_dirs: Sequence[Path] = paths.FIRMWAR
         "-M", "pc", "-accel", cfg.accel, "-cpu", "qemu64" if cfg.accel == "tcg" else "host",
         "-smp", str(cfg.smp), "-m", f"{cfg.memory_mb}M",
         "-nodefaults", "-no-user-config", "-display", "none", "-vga", "none", *SANDBOX,
-        "-chardev", f"stdio,id=con0,signal=off,logfile={cfg.console_log},"
+        "-chardev", f"stdio,id=con0,signal=off,logfile={cfg.run.console_log},"
         f"logappend={'on' if cfg.restore else 'off'}",
-        "-device", CONSOLE_UART.format(log=cfg.uart_log) +
+        "-device", CONSOLE_UART.format(log=cfg.run.uart_log) +
         ("" if cfg.baud_model else ",baud-model=off") +
         (",log-append=on" if cfg.restore else "") +
         (f",slice-ns={VCPU_SLICE_NS}" if cfg.clock == ICOUNT_CLOCK else "") +
         "".join(f",{k}={v}" for k, v in sorted(cfg.uart_props.items())),
-        "-chardev", f"file,id=side0,path={cfg.side_log}" + (",append=on" if cfg.restore else ""),
+        "-chardev", f"file,id=side0,path={cfg.run.side_log}" + (",append=on" if cfg.restore else ""),
         "-device", SIDE_UART,
         *second_uart_args(cfg),
         "-device", ISA_DEBUG_EXIT,

@@ -119,11 +119,11 @@ def wait_for_stop(m: Machine, timeout_s: float) -> None:
             return
         if not m.child.isalive():
             raise SnapshotError("QEMU exited before init's snapshot point; last console "
-                                f"lines:\n{last_lines(m.cfg.console_log)}")
+                                f"lines:\n{last_lines(m.cfg.run.console_log)}")
         time.sleep(0.02)
     raise SnapshotError(f"the template boot did not reach init's snapshot point within "
                         f"{timeout_s:.0f} s; last console lines:\n"
-                        f"{last_lines(m.cfg.console_log)}")
+                        f"{last_lines(m.cfg.run.console_log)}")
 
 
 VMSTATE_FD = "vmstate"
