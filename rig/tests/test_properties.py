@@ -8,7 +8,8 @@ from rig.evidence import logparse
 from rig.evidence.boot import Evidence
 from rig.evidence.properties import (assert_immediate, assert_no_irqsoff_wait,
                                      assert_no_lockup_report, assert_printed_by_deadline,
-                                     assert_written_by_its_cpu_or_handed, call_windows, nmi_windows)
+                                     assert_written_by_its_cpu_or_handed, call_windows, nmi_windows,
+                                     printed_by_deadline)
 from rig.protocol import MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_NMI_ENTER, MARK_NMI_EXIT
 from rig.rigprintk import Tag
 from rig.tests.test_wire import SETUP_115200_8N1, log_of, thr, timed_log
@@ -31,6 +32,21 @@ def test_lines_out_before_the_deadline_pass():
     ev = evidence(thr(1, LINES[0] + "\r\n") + thr(1, LINES[1] + "\r\n")
                   + [(0, "MARKER", MARK_DEADLINE)])
     assert_printed_by_deadline(ev, tagged(ev), 2000, printer_cpu=1)
+
+
+def test_a_property_is_a_check_and_its_assertion_fails_with_the_checks_message():
+    on_time = evidence(thr(1, LINES[0] + "\r\n") + thr(1, LINES[1] + "\r\n")
+                       + [(0, "MARKER", MARK_DEADLINE)])
+    check = printed_by_deadline(on_time, tagged(on_time), 2000, printer_cpu=1)
+    assert (check.prop, check.ok) == ("printer-thread liveness", True)
+    late = evidence(thr(1, LINES[0] + "\r\n") + [(0, "MARKER", MARK_DEADLINE)]
+                    + thr(1, LINES[1] + "\r\n"))
+    check = printed_by_deadline(late, tagged(late), 2000, printer_cpu=1)
+    assert (check.prop, check.ok) == ("printer-thread liveness", False)
+    with pytest.raises(AssertionError) as e:
+        assert_printed_by_deadline(late, tagged(late), 2000, printer_cpu=1)
+    assert str(e.value) == check.message
+    assert check.message.startswith("printer-thread liveness: 1 of 2 lines were not printed")
 
 
 def test_a_line_after_the_deadline_names_the_property_and_the_line():
