@@ -101,9 +101,9 @@ def write(run_dir: Path, req, cfg, argv: List[str], inputs: Dict[str, Dict]) -> 
 
 
 def evidence_hashes(run_dir: Path) -> Dict[str, Optional[Dict]]:
-    out = {}
+    out, run = {}, RunDir(run_dir)
     for name in evidence_names(run_dir):
-        p = RunDir(run_dir).file(name)
+        p = run.file(name)
         out[name] = ({"sha256": sha256_file(p), "bytes": p.stat().st_size}
                      if p.is_file() else None)
     return out

@@ -1,6 +1,7 @@
 """Command line: python3 -m rig SUBCOMMAND ... (--help on every one; each
 subcommand is a cmd_NAME function and an add_NAME that registers its parser)."""
 import argparse
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -62,13 +63,12 @@ def report_series_check(force: bool) -> bool:
 
 
 def cmd_boot(args) -> int:
-    from rig import boot_options
-    from rig.boot import BootRequest, boot
     from rig.artifacts import custom
-    from rig.evidence.properties import boot_checks
+    from rig.boot import BootRequest, boot
     from rig.evidence.boot import Evidence
+    from rig.evidence.properties import boot_checks
     from rig.vm.qemu_argv import HOST_CLOCK
-    option = lambda name: getattr(args, name)      # noqa: E731
+    option = functools.partial(getattr, args)
     if boot_options.apply(option):
         args.flavor = custom.CUSTOM
     req = BootRequest(flavor=args.flavor, cmdline=" ".join(args.cmdline), smp=args.smp,

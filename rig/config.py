@@ -15,7 +15,7 @@ import contextlib
 import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Dict, Iterator, Optional, Tuple
+from typing import Dict, Iterator, MutableMapping, Optional, Tuple
 
 # Each field's environment variable; a field is None (or empty) when unset.
 VARIABLES = {
@@ -71,25 +71,26 @@ def _variables(cfg: Config) -> Dict[str, Optional[str]]:
     return out
 
 
-def environ(**changes) -> Dict[str, str]:
-    """This process's environment with the configuration changed as given:
-    for a child process that must run with those settings."""
-    env = dict(os.environ)
+def _write(env: MutableMapping[str, str], **changes) -> None:
+    """Write the configuration, changed as given, into env."""
     for var, value in _variables(replace(current(), **changes)).items():
         if value is None:
             env.pop(var, None)
         else:
             env[var] = value
+
+
+def environ(**changes) -> Dict[str, str]:
+    """This process's environment with the configuration changed as given:
+    for a child process that must run with those settings."""
+    env = dict(os.environ)
+    _write(env, **changes)
     return env
 
 
 def set_fields(**changes) -> None:
     """Change the configuration of this process and of its children from now on."""
-    for var, value in _variables(replace(current(), **changes)).items():
-        if value is None:
-            os.environ.pop(var, None)
-        else:
-            os.environ[var] = value
+    _write(os.environ, **changes)
 
 
 @contextlib.contextmanager

@@ -26,7 +26,7 @@ from rig import paths, rundir
 from rig.rundir import BootResult, PhaseResult, RunDir
 from rig.vm import hostshare, vcpu_stacks
 from rig.vm import outcome as outcome_mod
-from rig.vm.phases import PANIC_RE, Phase, drive
+from rig.vm.phases import PANIC_RE, Phase, drive, since
 from rig.vm.qemu_argv import MachineConfig, build_argv
 from rig.vm.qmp import QMPClient, QMPError
 
@@ -234,9 +234,9 @@ class Machine:
         self.qmp = QMPClient(str(self.cfg.qmp_socket))
         try:
             self.qmp.connect(timeout=15.0, alive=self.child.isalive)
-            results.append(PhaseResult("qemu", "matched", round(time.monotonic() - t0, 3)))
+            results.append(PhaseResult("qemu", "matched", since(t0)))
         except QMPError as e:
-            results.append(PhaseResult("qemu", f"failed: {e}", round(time.monotonic() - t0, 3)))
+            results.append(PhaseResult("qemu", f"failed: {e}", since(t0)))
             self.qmp = None
         alive = self.qmp is not None and self.child.isalive()
         driven = drive(self, self.phases, alive, self.prelude, self.on_phase)
@@ -249,7 +249,7 @@ class Machine:
         events = self.qmp.events if self.qmp is not None else []
         status, sig = self.exit_status(events)
         self.note(RunDir.QMP_EVENTS, "".join(json.dumps(ev) + "\n" for ev in events))
-        console = self.cfg.run.console_log.read_bytes() if self.cfg.run.console_log.exists() else b""
+        console = self.cfg.run.read_bytes(RunDir.CONSOLE, missing=b"")
         oc = outcome_mod.classify(status, sig, hung, last, events,
                                   console.decode("utf-8", "replace"))
         if hung == "restore":
@@ -262,7 +262,7 @@ class Machine:
                           + vcpu_stacks.summary(stacks))
         if oc.cls == "qemu-crash":
             oc.detail += "\nQEMU stderr:\n" + last_lines(self.qemu_stderr())
-        return BootResult(self.cfg.run_dir, oc, results, round(time.monotonic() - t0, 3))
+        return BootResult(self.cfg.run_dir, oc, results, since(t0))
 
 
     def _vcpu_stacks(self) -> str:
