@@ -21,6 +21,8 @@ from rig.vm.phases import Phase, default_phases, panic_hold_phases, warm_reset_p
 from rig.vm.qemu_argv import DEFAULT_ICOUNT_SHIFT, HOST_CLOCK, ICOUNT_CLOCK, MachineConfig
 
 _counter = itertools.count()
+
+
 @dataclass
 class BootRequest:
     flavor: str = "patched"
@@ -44,7 +46,8 @@ class BootRequest:
     panic_hold: bool = False
     name: str = "boot"
     run_dir: Optional[Path] = None
-    initramfs: str = ""           # "" the standard one, "bench" rig bench's (rig.artifacts.initramfs)
+    # "" the standard initramfs, "bench" rig bench's (rig.artifacts.initramfs)
+    initramfs: str = ""
     # Start from a saved VM at init's snapshot point instead of booting
     # (rig/vm/snapshot.py), where the boot allows it.
     snapshot: bool = False

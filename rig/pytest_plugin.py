@@ -16,9 +16,9 @@ def pytest_addoption(parser):
                     help="whose expectations --kernel must meet: patched (every seed "
                          "property, the default) or vanilla (6.12's known gaps xfail)")
     group.addoption("--golden", choices=["check", "update", "off"], default="check",
-                    help="deterministic boots: compare the transcript with golden/ "
-                         "(check, the default), rewrite golden/ (update: make golden), "
-                         "or neither (off)")
+                    help="golden tests' boots on the icount clock: compare the transcript "
+                         "with golden/ (check, the default), rewrite golden/ (update: make "
+                         "golden), or neither (off)")
     group.addoption("--keep-runs", action="store_true",
                     help="keep the run directories of passing scenarios too (failing ones "
                          "are always kept)")

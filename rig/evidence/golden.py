@@ -49,8 +49,8 @@ def header(test_id: str, boot: int, summary: dict) -> List[str]:
     return [f"{HEADER}golden transcript: {test_id}, boot {boot}, flavor {summary.get('flavor')}",
             f"{HEADER}kernel {k.get('release')} ({k.get('source')}), icount shift "
             f"{summary.get('icount_shift')}",
-            f"{HEADER}normalized (rig/evidence/golden.py): timestamps zeroed; addresses, code offsets, "
-            f"pids and hashes masked; CR removed",
+            f"{HEADER}normalized (rig/evidence/golden.py): timestamps zeroed; addresses, code "
+            f"offsets, pids and hashes masked; CR removed",
             f"{HEADER}regenerate: make golden; compare: python3 -m rig diff THIS_FILE RUN_DIR"]
 
 

@@ -1,1 +1,2 @@
-"""What the rig does with runs: the CI gate, reports, the bench, replay, mutants, flakes, determinism and results for CI."""
+"""What the rig does with runs: the CI gate, reports, the bench, replay,
+mutants, flakes, determinism and results for CI."""
