@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from rig.evidence import logparse
-from rig.evidence.properties import assert_written_by_its_cpu_or_handed
+from rig.evidence.properties import (assert_export_tagged,
+                                     assert_written_by_its_cpu_or_handed)
 from rig.rigprintk import mask, parse_tag
 
 # Deterministic (-icount): without it a host that deschedules the printer's
@@ -43,7 +43,7 @@ def test_s2_cpu_field(rig_run, flavor, lacks):
                 f"CPU tagging: /dev/kmsg record seq {r.seq} has CPU field {r.extra[0]}, the "
                 f"module printed it on CPU {tag.cpu} ({ev.where()})")
     for export in ("syslog-read-all", "proc-kmsg"):
-        assert_export_tagged(ev, export)
+        assert_export_tagged(ev, export, "S2", 64)
     tagged = ev.tagged("S2")
     assert len(tagged) == 64, (f"CPU tagging: {len(tagged)} of 64 tagged lines on the console "
                                f"({ev.where()})")
@@ -58,17 +58,3 @@ def test_s2_cpu_field(rig_run, flavor, lacks):
             assert_written_by_its_cpu_or_handed(ev, line, line.cpu,
                                                 may_hand=tag.ctx in ("nmi", "irq"))
 
-
-def assert_export_tagged(ev, export: str):
-    """Every tagged record is in the text export once, with the CPU field of
-    the CPU the module printed it on."""
-    raws = logparse.split_lines(ev.side.section(export))
-    lines = [ln for i, raw in enumerate(raws, 1)
-             for ln in [logparse.parse_console_line(i, raw)] if ln is not None]
-    mine = [(ln, t) for ln in lines for t in [parse_tag(ln.text)] if t and t.scen == "S2"]
-    assert len(mine) == 64, (f"CPU tagging: {export} holds {len(mine)} of the 64 tagged "
-                             f"records ({len(raws)} lines; {ev.where()})")
-    for ln, t in mine:
-        assert ln.cpu == t.cpu, (f"CPU tagging: {export} line {ln.lineno} says CPU {ln.cpu}, "
-                                 f"the module printed it on CPU {t.cpu}: {ln.raw!r} "
-                                 f"({ev.where()})")

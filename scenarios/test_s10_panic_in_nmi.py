@@ -22,6 +22,7 @@ flavors must pass (kmsg_dump and its iterator are in 6.12)."""
 import pytest
 
 from rig.evidence import logparse
+from rig.evidence.properties import assert_panic_complete, printed_records
 from rig.rigprintk import mask, parse_tag
 
 pytestmark = [pytest.mark.boots, pytest.mark.panic, pytest.mark.nmi, pytest.mark.golden]
@@ -32,7 +33,7 @@ PANIC = "Kernel panic - not syncing: rigprintk: panic in NMI on CPU 1"
 def test_s10_panic_from_nmi_reaches_the_wire_complete(rig_run, flavor):
     ev = rig_run(flavor, "S10", "run", expect="panic", crash="panic-nmi", crash_cpu=1,
                  flood_count=300, flood_cpus=mask([0]), flood_wait=False, flood_backlog_ms=100)
-    assert_panic_complete(ev)
+    assert_panic_complete(ev, PANIC)
     flood = sorted(t.seq for _, t in ev.tagged("S10") if t.ctx == "task")
     assert flood == list(range(len(flood))) and flood, (
         f"flood lines before the panic not printed in full: {len(flood)} lines "
@@ -50,22 +51,6 @@ def test_s10_panic_on_the_cpu_whose_printer_is_mid_byte(rig_run, flavor):
     nmi = [ln for ln, t in ev.tagged("S10-midbyte") if t.ctx == "nmi"]
     assert len(nmi) == 1, (f"records once: the NMI's record before the panic is on the "
                            f"console {len(nmi)} times, not once ({ev.where()})")
-
-
-def assert_panic_complete(ev, panic=PANIC):
-    texts = [ln.text for ln in ev.transcript.lines]
-    start = next((i for i, t in enumerate(texts) if panic in t), None)
-    assert start is not None, f"panic on the wire: no panic message on the wire ({ev.where()})"
-    # With panic=-1 the kernel reboots (QEMU exits) right after the panic
-    # notifiers, the last of which prints the kernel offset.
-    end = next((i for i, t in enumerate(texts) if i > start and t.startswith("Kernel Offset:")),
-               None)
-    assert end is not None, (
-        f"the panic output is cut short: no 'Kernel Offset:' line after the panic message "
-        f"({ev.where()})")
-    between = texts[start:end]
-    assert any("Call Trace:" in t for t in between), "no backtrace between panic and its end"
-    assert any("<NMI>" in t for t in between), "the backtrace does not show the NMI context"
 
 
 # 1 MiB of RAM at 64 MiB, kept out of the kernel's hands (memmap=...$...),
@@ -107,7 +92,7 @@ def test_s10_kmsg_dump_keeps_the_panic_in_ramoops_across_a_warm_reset(rig_run, f
 
     # The panic's span on the console, as records: the console's own notes
     # (a replay after a takeover, a dropped count) are not records.
-    records = [ln.text for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
+    records = [ln.text for ln in printed_records(ev)]
     first_rec = next(i for i, t in enumerate(records) if PANIC in t)
     end_rec = next((i for i, t in enumerate(records) if i > first_rec
                     and t.startswith("Linux version")), len(records))

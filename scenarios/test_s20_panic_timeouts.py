@@ -17,6 +17,7 @@ task. The patched flavor passes both. Vanilla holds, but loses the
 stopped CPU 0 holds the console lock, and only panic=0 flushes once more."""
 import pytest
 
+from rig.evidence.properties import assert_last_line_whole, printed_records
 from rig.rigprintk import mask
 
 pytestmark = [pytest.mark.boots, pytest.mark.panic, pytest.mark.golden]
@@ -31,27 +32,10 @@ def panic_run(rig_run, flavor, name, extra, **kw):
                    flood_backlog_ms=20, **kw)
 
 
-def console_lines(ev):
-    return [ln for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
-
-
 def panic_message(ev) -> str:
-    line = next((ln for ln in console_lines(ev) if PANIC in ln.text), None)
+    line = next((ln for ln in printed_records(ev) if PANIC in ln.text), None)
     assert line is not None, f"panic timeout: no panic message on the wire ({ev.where()})"
     return line.text[line.text.index("Kernel panic"):]
-
-
-def assert_last_line_whole(ev, text: str):
-    """The line is the panic's last on the console, and whole on the wire."""
-    lines = console_lines(ev)
-    panic = next(i for i, ln in enumerate(lines) if PANIC in ln.text)
-    tail = [ln.text for ln in lines[panic:]]
-    assert text in tail, (f"panic timeout: {text!r} never reached the console after the panic; "
-                          f"its last lines: {tail[-3:]} ({ev.where()})")
-    assert tail[-1] == text, (f"panic timeout: {text!r} is not the panic's last line, "
-                              f"{tail[-1]!r} is ({ev.where()})")
-    assert ev.wire_line_of(lines[-1]) is not None, (
-        f"panic timeout: {text!r} is not whole on the wire ({ev.where()})")
 
 
 def test_s20_panic_reboots_after_its_timeout(rig_run, flavor, lacks):
@@ -60,7 +44,7 @@ def test_s20_panic_reboots_after_its_timeout(rig_run, flavor, lacks):
           "print it, and nothing flushes again before emergency_restart()")
     ev = panic_run(rig_run, flavor, "S20-reboot", "panic=5")
     panic_message(ev)
-    assert_last_line_whole(ev, REBOOTING)
+    assert_last_line_whole(ev, REBOOTING, PANIC)
     assert ev.result.outcome.exit_status is not None, (
         f"panic timeout: QEMU did not end by the reboot after 5 s: {ev.result.outcome.detail}")
 
@@ -70,4 +54,4 @@ def test_s20_panic_holds_with_timeout_zero(rig_run, flavor):
     ended = {p.name: p.ended_by for p in ev.result.phases}
     assert ended.get("hold") == "held", (
         f"panic timeout: with panic=0 QEMU did not stay: phases {ended} ({ev.where()})")
-    assert_last_line_whole(ev, f"---[ end {panic_message(ev)} ]---")
+    assert_last_line_whole(ev, f"---[ end {panic_message(ev)} ]---", PANIC)

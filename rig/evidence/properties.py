@@ -17,7 +17,7 @@ from rig.evidence.wire import (foreign_byte, ier_problem, inside, marker, own_wi
                                programmed_format, windows)
 from rig.protocol import (MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_NMI_ENTER, MARK_NMI_EXIT,
                           MARK_RUN_BEGIN)
-from rig.rigprintk import Tag
+from rig.rigprintk import Tag, parse_tag
 
 
 # A stack trace without a headline rig.evidence.crash knows is still a splat.
@@ -466,6 +466,120 @@ def boot_console_prints_when_stored(ev: Evidence, real_console: str,
                  f"the wire within {bound_ms} ms of their timestamps")
 
 
+@named("CPU tagging")
+def export_tagged(ev: Evidence, export: str, scen: str, count: int):
+    """Every record scen tagged is in the text export (a side-channel
+    section) once, with the CPU field of the CPU the module printed it on."""
+    raws = logparse.split_lines(ev.side.section(export))
+    lines = [ln for i, raw in enumerate(raws, 1)
+             for ln in [logparse.parse_console_line(i, raw)] if ln is not None]
+    mine = [(ln, t) for ln in lines for t in [parse_tag(ln.text)] if t and t.scen == scen]
+    if len(mine) != count:
+        return failed(f"CPU tagging: {export} holds {len(mine)} of the {count} tagged "
+                      f"records ({len(raws)} lines; {ev.where()})")
+    for ln, t in mine:
+        if ln.cpu != t.cpu:
+            return failed(f"CPU tagging: {export} line {ln.lineno} says CPU {ln.cpu}, "
+                          f"the module printed it on CPU {t.cpu}: {ln.raw!r} "
+                          f"({ev.where()})")
+
+
+@named("panic on the wire")
+def panic_complete(ev: Evidence, panic: str):
+    """The panic message, a backtrace with the NMI context, and the last
+    panic notifier's line (the kernel offset; panic=-1 reboots right after)
+    are on the wire, in that order."""
+    texts = [ln.text for ln in ev.transcript.lines]
+    start = next((i for i, t in enumerate(texts) if panic in t), None)
+    if start is None:
+        return failed(f"panic on the wire: no panic message on the wire ({ev.where()})")
+    end = next((i for i, t in enumerate(texts) if i > start and t.startswith("Kernel Offset:")),
+               None)
+    if end is None:
+        return failed(
+            f"the panic output is cut short: no 'Kernel Offset:' line after the panic message "
+            f"({ev.where()})")
+    between = texts[start:end]
+    if not any("Call Trace:" in t for t in between):
+        return failed("no backtrace between panic and its end")
+    if not any("<NMI>" in t for t in between):
+        return failed("the backtrace does not show the NMI context")
+
+
+def printed_records(ev: Evidence):
+    """The console lines that are records: the console's own notes (a replay
+    after a takeover, a dropped count) are not."""
+    return [ln for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
+
+
+@named("panic timeout")
+def last_line_whole(ev: Evidence, text: str, panic: str):
+    """text is the last line the console printed after the panic message,
+    and it is whole on the wire."""
+    lines = printed_records(ev)
+    start = next(i for i, ln in enumerate(lines) if panic in ln.text)
+    tail = [ln.text for ln in lines[start:]]
+    if text not in tail:
+        return failed(f"panic timeout: {text!r} never reached the console after the panic; "
+                      f"its last lines: {tail[-3:]} ({ev.where()})")
+    if tail[-1] != text:
+        return failed(f"panic timeout: {text!r} is not the panic's last line, "
+                      f"{tail[-1]!r} is ({ev.where()})")
+    if ev.wire_line_of(lines[-1]) is None:
+        return failed(f"panic timeout: {text!r} is not whole on the wire ({ev.where()})")
+
+
+@named("history for a new console")
+def history_with_exact_dropped_count(ev: Evidence, lines, console: str, scen: str,
+                                     count: int):
+    """A console registered after scen's flood of count records (from CPU
+    0, the only writer) wrapped the ringbuffer: its lines start with a
+    dropped count equal to the first record's seq, then the flood's
+    history in order, every gap counted by a dropped line in front of the
+    next record, up to the last record."""
+    first = logparse.parse_console_line(1, lines[0]) if lines else None
+    if first is None or not first.dropped:
+        return failed(
+            f"history for a new console: the first line of {console} is not a dropped "
+            f"count: {lines[:1]!r} ({ev.where()})")
+    seqs = [t.seq for t in (parse_tag(ln) for ln in lines) if t and t.scen == scen]
+    if not seqs:
+        return failed(
+            f"history for a new console: no flood record on {console} ({ev.where()})")
+    # The flood is the only writer, so its records have consecutive ringbuffer
+    # seqs: one record in the later /dev/kmsg dump gives the seq of any other.
+    anchor = next((r, t) for r in ev.kmsg for t in [parse_tag(r.text)] if t and t.scen == scen)
+    first_seq = anchor[0].seq - (anchor[1].seq - seqs[0])
+    if first.dropped != first_seq:
+        return failed(
+            f"history for a new console: {console} says {first.dropped} records were dropped, "
+            f"but the first record it got, cpu0#{seqs[0]}, has seq {first_seq}: the count is "
+            f"off by {first.dropped - first_seq} ({ev.where()})")
+    # While the console prints the history, the records stored meanwhile
+    # may overwrite the oldest it has not reached yet: such a gap must be
+    # counted by the dropped line in front of the next record.
+    expect, pending = seqs[0], 0
+    for raw in lines[1:]:
+        line = logparse.parse_console_line(0, raw)
+        if line is not None and line.dropped:
+            pending += line.dropped
+            continue
+        tag = parse_tag(raw)
+        if not (tag and tag.scen == scen):
+            continue
+        if tag.seq != expect + pending:
+            return failed(
+                f"history for a new console: on {console}, cpu0#{tag.seq} follows "
+                f"cpu0#{expect - 1} with {pending} records counted as dropped in between: "
+                f"the flood's history is not complete, in order or accounted for "
+                f"({ev.where()})")
+        expect, pending = tag.seq + 1, 0
+    if expect != count:
+        return failed(
+            f"history for a new console: the flood's history on {console} ends at "
+            f"cpu0#{expect - 1}, not cpu0#{count - 1} ({ev.where()})")
+
+
 # The scenarios assert the properties with these.
 assert_immediate = asserting(immediate)
 assert_deferred = asserting(deferred)
@@ -477,3 +591,7 @@ assert_no_irqsoff_wait = asserting(no_irqsoff_wait)
 assert_no_lockup_report = asserting(no_lockup_report)
 assert_ousted_writer_keeps_off = asserting(ousted_writer_keeps_off)
 assert_records_once_in_order = asserting(records_once_in_order)
+assert_export_tagged = asserting(export_tagged)
+assert_panic_complete = asserting(panic_complete)
+assert_last_line_whole = asserting(last_line_whole)
+assert_history_with_exact_dropped_count = asserting(history_with_exact_dropped_count)

@@ -1,5 +1,7 @@
 """Unit tests of the named properties on hand-made evidence (the scenarios
 check them on real boots)."""
+import lzma
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -7,13 +9,15 @@ import pytest
 from rig.evidence import logparse
 from rig.evidence.boot import Evidence
 from rig.evidence.properties import (assert_immediate, assert_no_irqsoff_wait,
-                                     assert_no_lockup_report, assert_printed_by_deadline,
+                                     assert_no_lockup_report, assert_panic_complete,
+                                     assert_printed_by_deadline,
                                      assert_written_by_its_cpu_or_handed, call_windows, nmi_windows,
-                                     printed_by_deadline)
+                                     panic_complete, printed_by_deadline)
 from rig.protocol import MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_NMI_ENTER, MARK_NMI_EXIT
 from rig.rigprintk import Tag
 from rig.tests.test_wire import SETUP_115200_8N1, log_of, thr, timed_log
 
+DATA = Path(__file__).parent / "data"
 LINES = ["[    1.000000] 000: rigprintk: scen=S18 cpu=0 ctx=task seq=0 lvl=6",
          "[    1.000100] 000: rigprintk: scen=S18 cpu=0 ctx=task seq=1 lvl=6"]
 
@@ -218,3 +222,30 @@ def test_a_line_written_partly_by_another_cpu_is_not_immediate():
     with pytest.raises(AssertionError, match=r"emergency immediacy on .*: the line's bytes came "
                                              r"from vCPUs \{0, 1\}, the caller was CPU 0"):
         assert_immediate(ev, ev.transcript.lines[-1], tag)
+
+
+PANIC_NMI = "Kernel panic - not syncing: rigprintk: panic in NMI on CPU 1"
+
+
+def real_panic(cut_at: str = ""):
+    """The evidence of a real patched panic in NMI (rig/tests/data/SOURCES.md),
+    its console cut before the first line holding cut_at."""
+    console = lzma.decompress((DATA / "patched-panic-nmi.console.xz").read_bytes())
+    if cut_at:
+        console = console[:console.index(cut_at.encode())]
+    return Evidence(SimpleNamespace(run_dir="RUN"), logparse.parse_transcript(console),
+                    None, None)
+
+
+def test_a_whole_panic_from_nmi_is_complete_on_the_wire():
+    assert panic_complete(real_panic(), PANIC_NMI).ok
+
+
+@pytest.mark.parametrize("cut_at, message", [
+    ("Kernel Offset:", "the panic output is cut short: no 'Kernel Offset:' line after the "
+                       "panic message (run directory RUN)"),
+    ("Kernel panic", "panic on the wire: no panic message on the wire (run directory RUN)")])
+def test_a_panic_cut_short_fails_with_what_is_missing(cut_at, message):
+    with pytest.raises(AssertionError) as e:
+        assert_panic_complete(real_panic(cut_at), PANIC_NMI)
+    assert str(e.value) == message
