@@ -68,7 +68,7 @@ libvirtd: deps
 	@sh rig/start-libvirtd.sh
 
 bench: build
-	@$(RIG) bench --check
+	@$(RIG) bench --check --page docs/measurements
 
 report: deps
 	@$(RIG) report --junit $(or $(JUNIT),runs/junit.xml)

@@ -327,9 +327,12 @@ def add_report(sub) -> None:
 
 def cmd_bench(args) -> int:
     from rig.tools.bench import main as bench
+    page_dir = Path(args.page) if args.page else None
+    if args.from_json:
+        return bench.show(Path(args.from_json), page_dir, args.check)
     return bench.main(args.lines, Path(args.out) if args.out else
                       paths.runs_root() / "bench.json", args.check, args.stress_records,
-                      args.verdict_runs, args.verdict_workers)
+                      args.verdict_runs, args.verdict_workers, page_dir)
 
 
 def add_bench(sub) -> None:
@@ -353,6 +356,12 @@ def add_bench(sub) -> None:
     p.add_argument("--check", action="store_true",
                    help="exit 1 unless patched INFO p99 under the backlog is 100x lower than "
                         "vanilla's and its emergency line within 1.1x of its wire time")
+    p.add_argument("--page", metavar="DIR",
+                   help="also write the measurements page DIR/DATE.md (make bench: "
+                        "docs/measurements)")
+    p.add_argument("--from", dest="from_json", metavar="FILE",
+                   help="measure nothing: show (and with --page write) the page of this "
+                        "bench JSON file")
     p.set_defaults(func=cmd_bench)
 
 

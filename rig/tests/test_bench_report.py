@@ -1,9 +1,14 @@
 """rig bench's table, JSON and check, on figures measured by a real bench
 run (1200-line backlog, 2026-12-04); the boots themselves run in make bench."""
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 from rig.tools.bench import report
 from rig.tools.bench.guest import FlavorFigures
+
+ROOT = Path(__file__).resolve().parents[2]
 
 VANILLA = FlavorFigures(
     "vanilla",
@@ -109,3 +114,28 @@ def test_rig_diff_bench_shapes_and_its_target():
     slow = dict(d, different_boots=dict(boots, s=diff.TARGET_S + 0.5))
     assert diff.check(slow)[0].startswith("rig diff of two different 500 KB boots took 2.50 s")
     assert diff.check(dict(d, different_boots=dict(boots, s=0.1))) == []
+
+
+def bench_json(tmp_path):
+    meta = {"date": "2026-12-04", "machine": "host: 2 x CPU, KVM", "cpus": 2,
+            "backlog_lines": 1200, "icount_shift": 4, "stress_records": 100000,
+            "stress_vcpus": 4, "units": "guest virtual time"}
+    path = tmp_path / "bench.json"
+    path.write_text(report.to_json(VANILLA, PATCHED, meta))
+    return path
+
+
+def test_the_measurements_page_is_rendered_from_the_json_and_names_a_broken_promise(tmp_path):
+    """rig bench --from FILE --page DIR: the page of a JSON file, by its date,
+    with the tables and the check's verdict; --check exits 1 on it."""
+    src = bench_json(tmp_path)
+    run = subprocess.run([sys.executable, "-m", "rig", "bench", "--from", str(src),
+                          "--page", str(tmp_path / "pages"), "--check"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 1, run.stdout + run.stderr
+    text = (tmp_path / "pages" / "2026-12-04.md").read_text()
+    assert text.startswith("# Measurements of 2026-12-04\n")
+    assert "| INFO printk() p99, backlog | 7,677.5 us | 88.1 us | 87x lower |" in text
+    assert "- CHECK FAILED: patched INFO printk() p99 under the backlog is 87.1x lower" in text
+    assert text in run.stdout
+    assert "Time to verdict" not in text       # not measured in this file: no empty table

@@ -85,11 +85,12 @@ def table(d: Dict) -> str:
             ("one boot against its numbers changed", d["same_boot_other_numbers"]),
             (f"a block of {BLOCK} changed records", d["changed_block"]),
             ("a log against itself", d["self"])]
-    lines = ["rig diff (host wall time)", ""]
+    lines = ["| rig diff of | wall time | logs | differences | against the self-diff |",
+             "|---|---|---|---|---|"]
     for name, r in rows:
-        ratio = f", {r['ratio_to_self']}x the self-diff" if "ratio_to_self" in r else ""
-        lines.append(f"  {name:<40} {r['s']:6.2f} s  ({r['bytes'][0] // 1000} KB / "
-                     f"{r['bytes'][1] // 1000} KB, {r['differences']} differences{ratio})")
+        ratio = f"{r['ratio_to_self']}x" if "ratio_to_self" in r else "-"
+        lines.append(f"| {name} | {r['s']:.2f} s | {r['bytes'][0] // 1000} KB / "
+                     f"{r['bytes'][1] // 1000} KB | {r['differences']} | {ratio} |")
     return "\n".join(lines) + "\n"
 
 

@@ -1,15 +1,19 @@
 """rig bench [--lines N] [--stress-records N] [--verdict-runs N] [--out FILE]
-[--check]: the printk figures of rig.tools.bench.guest on both flavors in one run,
-the rig's own time to verdict (rig.tools.bench.verdict) and rig diff's speed
-(rig.tools.bench.diff), as tables and JSON; --check exits 1 when the patched kernel
-breaks a promise of rig.tools.bench.report.check or rig diff misses its target."""
+[--page DIR] [--from FILE] [--check]: the printk figures of
+rig.tools.bench.guest on both flavors in one run, the rig's own time to verdict
+(rig.tools.bench.verdict) and rig diff's speed (rig.tools.bench.diff), as JSON
+and the measurements page rendered from it (rig.tools.bench.page); --check
+exits 1 when the patched kernel breaks a promise of
+rig.tools.bench.report.check or rig diff misses its target."""
 import datetime
+import json
 import os
 import platform
 from pathlib import Path
+from typing import Optional
 
 from rig.artifacts import built as artifacts
-from rig.tools.bench import diff, guest, report, verdict
+from rig.tools.bench import diff, guest, page, report, verdict
 
 
 def machine_name() -> str:
@@ -27,7 +31,7 @@ def machine_name() -> str:
 
 
 def main(lines: int, out: Path, do_check: bool, stress_records: int, verdict_runs: int,
-         verdict_workers: int = 0) -> int:
+         verdict_workers: int = 0, page_dir: Optional[Path] = None) -> int:
     for flavor in ("vanilla", "patched"):
         artifacts.kernel(flavor, build=True)
         artifacts.initramfs(flavor, build=True)
@@ -44,20 +48,22 @@ def main(lines: int, out: Path, do_check: bool, stress_records: int, verdict_run
     diffs = diff.measure()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report.to_json(figs["vanilla"], figs["patched"], meta, times, diffs))
-    print(f"\nprintk bench, {meta['date']}, {meta['machine']}, backlog {lines} lines, "
-          f"-icount shift {guest.ICOUNT_SHIFT} (virtual time)\n")
-    print(report.table(figs["vanilla"], figs["patched"]))
-    print(report.stress_table(figs["vanilla"], figs["patched"]))
-    if times:
-        print(report.verdict_table(times))
-    print(diff.table(diffs))
     print(f"JSON: {out}")
-    problems = report.check(figs["vanilla"], figs["patched"]) + diff.check(diffs)
-    for p in problems:
-        print(f"[bench] CHECK FAILED: {p}")
-    if not problems:
-        print("[bench] check: patched INFO p99 under the backlog at least "
-              f"{report.P99_SPEEDUP_MIN}x lower than vanilla's, emergency line within "
-              f"{report.EMERGENCY_RATIO_MAX}x of its wire time, rig diff of two different "
-              f"500 KB boots under {diff.TARGET_S} s")
-    return 1 if problems and do_check else 0
+    return show(out, page_dir, do_check)
+
+
+def show(json_file: Path, page_dir: Optional[Path], do_check: bool) -> int:
+    """Print the measurements page of a bench JSON file, and write it to
+    page_dir/DATE.md if asked; 1 when --check and a promise is broken."""
+    data = json.loads(json_file.read_text())
+    print("\n" + page.render(data, str(json_file)))
+    if page_dir is not None:
+        print(f"page: {page.write(data, page_dir, rel(json_file))}")
+    return 1 if page.problems(data) and do_check else 0
+
+
+def rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
