@@ -19,7 +19,7 @@ PACKAGES := \
 .PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check report libvirtd bench clean clean-cache
 
 help:
-	@echo "make demo        boot the patched kernel, print the transcript and a verdict"
+	@echo "make demo        the patched kernel: an NMI's emergency line overtakes a backlog, live"
 	@echo "make test        unit tests + scenarios on both kernel flavors"
 	@echo "make unit        unit tests only (no QEMU boot, no kernel build)"
 	@echo "make deps        install missing Debian packages (apt-get, via sudo if not root)"
@@ -79,8 +79,9 @@ determinism-check: build
 build: deps
 	@$(RIG) build kernel qemu initramfs
 
-demo: build
-	@$(RIG) boot --flavor patched
+# Builds only what it boots: QEMU, the patched kernel and its initramfs.
+demo: deps
+	@$(RIG) demo
 
 # pytest-xdist workers, one per core: boots on the icount clock run side by side,
 # a real-time boot holds the host alone (rig/vm/hostshare.py).

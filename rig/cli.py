@@ -335,6 +335,24 @@ def cmd_bench(args) -> int:
                       args.verdict_runs, args.verdict_workers, page_dir)
 
 
+def cmd_demo(args) -> int:
+    from rig.tools import demo
+    return demo.main()
+
+
+def add_demo(sub) -> None:
+    p = sub.add_parser("demo", help="the patched kernel's NMI emergency line overtaking a "
+                       "backlog, live, with figures, verdicts and a report",
+                       description="Boot the patched kernel once (building only it, QEMU "
+                       "and its initramfs): CPU 1 stores a backlog of INFO lines, the UART "
+                       "fires an NMI at CPU 1 in the middle of a line, and the NMI's ERR line "
+                       "goes out at once. Shows the console as it happens, then when the call "
+                       "was made, when its last bit left the wire, how many lines waited, "
+                       "the verdicts and the run's HTML report. Exit 0 every property holds, "
+                       "1 one does not, 3 no verdict (incomplete evidence).")
+    p.set_defaults(func=cmd_demo)
+
+
 def add_bench(sub) -> None:
     p = sub.add_parser("bench", help="printk latency and throughput, vanilla vs patched",
                        description="Boot both flavors under -icount and measure, in guest "
@@ -393,7 +411,8 @@ def add_run(sub) -> None:
 
 # Each subcommand registers its own parser, beside the function that runs it.
 SUBCOMMANDS = (add_build, add_boot, add_run, add_flakes, add_diff, add_parse, add_results,
-               add_replay, add_golden, add_determinism, add_report, add_bench, add_mutants)
+               add_replay, add_golden, add_determinism, add_report, add_bench, add_mutants,
+               add_demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

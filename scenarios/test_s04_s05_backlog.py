@@ -15,8 +15,7 @@ shift 3 until kernel-patches/0008: at 4 the emergency write's wait for the
 console ran out while the printer thread, retrying, held the vCPUs' turns."""
 import pytest
 
-from rig.evidence.wire import line_latency, marker
-from rig.protocol import MARK_BEFORE
+from rig.evidence.properties import assert_overtakes_backlog, emergency_latency, holds
 from rig.rigprintk import mask, stats
 
 pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.golden]
@@ -35,29 +34,16 @@ def test_s4_emergency_line_overtakes_the_backlog(rig_run, flavor, lacks):
     err = [(i, ln, t) for i, (ln, t) in enumerate(tagged) if t.level == 3]
     assert len(err) == 1, (f"records once: the ERR line is on the console {len(err)} times, "
                            f"not once ({ev.where()})")
-    pos, line, tag = err[0]
-    older_after = [t for _, t in tagged[pos + 1:] if t.t_call_ns < tag.t_call_ns]
-    assert len(older_after) >= FLOOD // 2, (
-        f"emergency ordering: the ERR line came after the backlog: only {len(older_after)} "
-        f"older INFO lines "
-        f"were printed after it ({ev.where()})")
+    _, line, tag = err[0]
+    assert_overtakes_backlog(ev, "S4", line, tag, FLOOD // 2)
     flood = sorted(t.seq for _, t in tagged if t.level == 6)
     assert flood == list(range(FLOOD)), (
         f"no loss: backlog not printed completely after the ERR line: {len(flood)} of "
         f"{FLOOD} lines, "
         f"{len(set(flood))} distinct ({ev.where()})")
-    wl = ev.wire_line_of(line)
-    assert wl is not None, (f"emergency contiguity: the ERR line is not whole on the wire "
-                            f"({ev.where()})")
-    lat = line_latency(ev.log, wl, since_ns=marker(ev.log, tag.marker(MARK_BEFORE)).vtime_ns)
-    print(f"ERR line under backlog: {lat.ns / 1e6:.3f} ms from the call to its last bit on "
-          f"the wire, {lat.line_bytes} bytes take {lat.physical_ns / 1e6:.3f} ms: "
-          f"{lat.ratio:.3f}x")
-    assert lat.ratio <= LATENCY_BOUND, (
-        f"emergency latency: the ERR line's last bit left the wire {lat.ns / 1e6:.3f} ms "
-        f"after the call, "
-        f"{lat.ratio:.2f}x the {lat.physical_ns / 1e6:.3f} ms its {lat.line_bytes} bytes take "
-        f"at the programmed rate (bound {LATENCY_BOUND}x) ({ev.where()})")
+    check = emergency_latency(ev, line, tag, LATENCY_BOUND)
+    print(f"ERR line under backlog: {check.detail}")
+    holds(check)
 
 
 def test_s5_info_printk_runs_in_bounded_time(rig_run, flavor, lacks, record_property):

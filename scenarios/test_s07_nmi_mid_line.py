@@ -11,7 +11,7 @@ between two bytes depends on when each vCPU runs, which host load would
 otherwise decide."""
 import pytest
 
-from rig.evidence.properties import assert_ier_restored
+from rig.evidence.properties import assert_ier_restored, assert_interrupted_by
 from rig.rigprintk import mask
 
 pytestmark = [pytest.mark.boots, pytest.mark.nmi, pytest.mark.emergency, pytest.mark.golden]
@@ -34,15 +34,7 @@ def test_s7_emergency_line_interrupts_a_line(rig_run, flavor, lacks):
                            f"not once ({ev.where()})")
     assert nmi[0][0].cpu == 1, (f"CPU tagging: the NMI line says CPU {nmi[0][0].cpu}, the "
                                 f"module printed it on CPU 1: {nmi[0][0].raw!r} ({ev.where()})")
-    pairs = [(frag, whole) for frag, whole in ev.transcript.interrupted if VICTIM in whole.raw]
-    assert pairs, (f"emergency mid-line: no interrupted fragment of the victim line followed "
-                   f"by its replay "
-                   f"({ev.where()})")
-    frag, whole = pairs[0]
-    assert frag.lineno < nmi[0][0].lineno < whole.lineno, (
-        f"order on the console: fragment line {frag.lineno}, emergency line "
-        f"{nmi[0][0].lineno}, whole line {whole.lineno} ({ev.where()})")
-    assert len(frag.raw) < len(whole.raw), "the fragment is the whole line"
+    assert_interrupted_by(ev, VICTIM, nmi[0][0])
     wl = ev.wire_line_of(nmi[0][0])
     assert wl is not None and wl.body_cpus == {1}, (
         f"emergency contiguity: the NMI's line not written whole by vCPU 1 ({ev.where()})")

@@ -13,8 +13,8 @@ from typing import List, Optional
 
 from rig.evidence import crash, logparse
 from rig.evidence.boot import Evidence
-from rig.evidence.wire import (foreign_byte, ier_problem, inside, marker, own_wire_ns, printed_by,
-                               programmed_format, windows)
+from rig.evidence.wire import (foreign_byte, ier_problem, inside, line_latency, marker,
+                               own_wire_ns, printed_by, programmed_format, windows)
 from rig.protocol import (MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_NMI_ENTER, MARK_NMI_EXIT,
                           MARK_RUN_BEGIN)
 from rig.rigprintk import Tag, parse_tag
@@ -428,6 +428,80 @@ def first_out_of_place(want, have) -> Optional[str]:
     return None
 
 
+def waiting_behind(ev: Evidence, scen: str, line, tag: Tag) -> int:
+    """How many of scen's records, stored before the tagged call (stamp=1
+    gives each its call time), the console printed after line: the backlog
+    the line overtook."""
+    tagged = ev.tagged(scen)
+    pos = next(i for i, (ln, _) in enumerate(tagged) if ln.lineno == line.lineno)
+    return sum(t.t_call_ns < tag.t_call_ns for _, t in tagged[pos + 1:])
+
+
+@named("emergency ordering")
+def overtakes_backlog(ev: Evidence, scen: str, line, tag: Tag, at_least: int,
+                      what: str = "ERR line"):
+    """At least at_least older records of scen were still waiting when the
+    line went out: it did not wait its turn behind the backlog."""
+    waiting = waiting_behind(ev, scen, line, tag)
+    if waiting < at_least:
+        return failed(
+            f"emergency ordering: the {what} came after the backlog: only {waiting} "
+            f"older INFO lines "
+            f"were printed after it ({ev.where()})")
+    return Check("emergency ordering", True, f"{waiting} older INFO lines were printed "
+                 f"after it")
+
+
+def call_latency(ev: Evidence, line, tag: Tag):
+    """From the tagged printk() call (its before-marker) to the line's last
+    bit on the wire, against the line's own wire time; None when the line
+    is not whole on the wire."""
+    wl = ev.wire_line_of(line)
+    if wl is None:
+        return None
+    return line_latency(ev.log, wl, since_ns=marker(ev.log, tag.marker(MARK_BEFORE)).vtime_ns)
+
+
+@named("emergency latency")
+def emergency_latency(ev: Evidence, line, tag: Tag, bound: float, what: str = "ERR line"):
+    """The emergency line's last bit leaves the wire within bound times its
+    own wire time (at the rate the guest programmed) after its printk()
+    call: it waited for nothing but its own bytes."""
+    lat = call_latency(ev, line, tag)
+    if lat is None:
+        return failed(f"emergency contiguity: the {what} is not whole on the wire "
+                      f"({ev.where()})")
+    if lat.ratio > bound:
+        return failed(
+            f"emergency latency: the {what}'s last bit left the wire {lat.ns / 1e6:.3f} ms "
+            f"after the call, "
+            f"{lat.ratio:.2f}x the {lat.physical_ns / 1e6:.3f} ms its {lat.line_bytes} bytes "
+            f"take at the programmed rate (bound {bound}x) ({ev.where()})")
+    return Check("emergency latency", True,
+                 f"{lat.ns / 1e6:.3f} ms from the call to the last bit, {lat.ratio:.3f}x the "
+                 f"{lat.physical_ns / 1e6:.3f} ms its {lat.line_bytes} bytes take "
+                 f"(bound {bound}x)")
+
+
+@named("emergency mid-line")
+def interrupted_by(ev: Evidence, victim: str, line):
+    """The emergency line cut the line holding victim short: the fragment,
+    then the emergency line, then the victim's record whole (after nbcon's
+    replay line)."""
+    pairs = [(frag, whole) for frag, whole in ev.transcript.interrupted if victim in whole.raw]
+    if not pairs:
+        return failed(f"emergency mid-line: no interrupted fragment of the victim line "
+                      f"followed by its replay "
+                      f"({ev.where()})")
+    frag, whole = pairs[0]
+    if not frag.lineno < line.lineno < whole.lineno:
+        return failed(
+            f"order on the console: fragment line {frag.lineno}, emergency line "
+            f"{line.lineno}, whole line {whole.lineno} ({ev.where()})")
+    if len(frag.raw) >= len(whole.raw):
+        return failed("the fragment is the whole line")
+
+
 @named("boot console")
 def boot_console_prints_when_stored(ev: Evidence, real_console: str,
                                     bound_ms: float) -> Check:
@@ -595,3 +669,6 @@ assert_export_tagged = asserting(export_tagged)
 assert_panic_complete = asserting(panic_complete)
 assert_last_line_whole = asserting(last_line_whole)
 assert_history_with_exact_dropped_count = asserting(history_with_exact_dropped_count)
+assert_emergency_latency = asserting(emergency_latency)
+assert_interrupted_by = asserting(interrupted_by)
+assert_overtakes_backlog = asserting(overtakes_backlog)
