@@ -12,14 +12,14 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from rig import config, paths
-from rig.artifacts import custom
+from rig.artifacts import custom, kbuild_plan
 from rig.artifacts.cache import Step, dpkg_version, ensure, sha256_bytes, sha256_file, toolchain_id
 from rig.artifacts.locate import Artifact, locate
 from rig.artifacts.patching import apply_patch, apply_series, read_series
-from rig.artifacts.runner import BuildError, kbuild_progress, run_logged
+from rig.artifacts.runner import BuildError, kbuild_done, kbuild_progress, run_logged
 from rig.vm import hostshare
 
 CONFIG_FRAGMENT = paths.KERNEL_PATCHES / "rig.config"
@@ -210,7 +210,14 @@ def configure(label: str, tree: Path, log: Path, flavor: str) -> List[str]:
     return make
 
 
-def compile_tree(label: str, make: List[str], log: Path, expected_cmds: Optional[int]) -> None:
+def planned(tree: Path) -> Tuple[int, str]:
+    """A first build's total: the configured tree's own plan (rig.artifacts.kbuild_plan)."""
+    return (kbuild_plan.planned_commands(tree, tree / OBJDIR / ".config"),
+            "the tree's Kbuild makefiles")
+
+
+def compile_tree(label: str, make: List[str], log: Path,
+                 total: Tuple[Optional[int], str] = (None, "")) -> None:
     """make all on every core. It holds the host alone (rig/vm/hostshare.py), like
     a real-time boot: the kernels a cold `make test` builds inside tests (the
     gate's, the series check's) would otherwise stretch the real-time boots
@@ -218,10 +225,10 @@ def compile_tree(label: str, make: List[str], log: Path, expected_cmds: Optional
     print(f"[{label}] compiling with -j{os.cpu_count()} (log: {log})", flush=True)
     with hostshare.hold(alone=True, what=f"{label} kernel build"):
         run_logged(label, make + [f"-j{os.cpu_count()}", "all"], log, env=kbuild_env(),
-                   progress=kbuild_progress(expected_cmds))
+                   progress=kbuild_progress(*total))
 
 
-def build_source(flavor: str, src: KernelSource, out: Path, expected_cmds: Optional[int],
+def build_source(flavor: str, src: KernelSource, out: Path, last_total: Optional[int],
                  label: str = "") -> dict:
     """Build src as flavor into out (the body of a kernel cache step)."""
     log = out / "build.log"
@@ -238,10 +245,11 @@ def build_source(flavor: str, src: KernelSource, out: Path, expected_cmds: Optio
             applied.append(f"mutants/{mutant().name}")
             print(f"[{label}] applied mutant {mutant().name}", flush=True)
     make = configure(label, tree, log, flavor)
-    compile_tree(label, make, log, expected_cmds)
+    compile_tree(label, make, log, (last_total, "the last build of this step") if last_total
+                 else planned(tree))
     release = subprocess.run(make + ["-s", "kernelrelease"], capture_output=True,
                              text=True, check=True).stdout.strip()
-    cmds = kbuild_progress(None)(log).split()[0]
+    objects, _ = kbuild_done(log)
     return {
         "bzImage": f"src/{OBJDIR}/arch/x86/boot/bzImage",
         "build_dir": f"src/{OBJDIR}",
@@ -249,7 +257,7 @@ def build_source(flavor: str, src: KernelSource, out: Path, expected_cmds: Optio
         "kernel_release": release,
         "source_version": src.version,
         "patches": applied,
-        "build_commands": int(cmds),
+        "build_objects": objects,
     }
 
 
@@ -260,8 +268,8 @@ def kernel_step(flavor: str, src: Optional[KernelSource] = None) -> Step:
 def build_kernel(flavor: str, force: bool = False) -> dict:
     src = kernel_source()
     step = kernel_step(flavor, src)
-    expected = step.last_outputs().get("build_commands")
-    manifest = ensure(step, lambda out: build_source(flavor, src, out, expected), force=force)
+    last_total = step.last_outputs().get("build_objects")
+    manifest = ensure(step, lambda out: build_source(flavor, src, out, last_total), force=force)
     manifest["dir"] = str(step.dir)
     return manifest
 

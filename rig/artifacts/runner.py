@@ -5,7 +5,8 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence, Tuple
 
 PROGRESS_EVERY_S = 20.0
 
@@ -22,28 +23,56 @@ def tail(path: Path, lines: int = 40) -> str:
     return "\n".join(data.splitlines()[-lines:])
 
 
-def kbuild_progress(expected: Optional[int]) -> Callable[[Path], str]:
-    """Counts Kbuild's short command lines ("  CC      init/main.o")."""
-    pattern = re.compile(rb"^  [A-Z][A-Z0-9_\[\]]+ +\S", re.M)
-
-    def report(log: Path) -> str:
-        try:
-            done = len(pattern.findall(log.read_bytes()))
-        except FileNotFoundError:
-            done = 0
-        if expected:
-            return f"{done}/{expected} build commands (~{min(99, 100 * done // expected)}%)"
-        return f"{done} build commands"
-    return report
+def minutes(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def ninja_progress(log: Path) -> str:
-    """Reads ninja's last "[N/M]" counter."""
+@dataclass
+class Progress:
+    """What a long build says while it runs: how far it is out of a known
+    total, and the time left at the rate so far."""
+    unit: str
+    count: Callable[[Path], Tuple[int, Optional[int]]]   # log -> (done, total it states)
+    total: Optional[int] = None       # known beforehand: the last build's, or the plan's
+    total_from: str = ""              # where that total comes from, said once
+
+    def line(self, log: Path, elapsed: float) -> str:
+        done, stated = self.count(log)
+        total = stated or self.total
+        if not total:
+            return f"{done} {self.unit}, {minutes(elapsed)} so far"
+        # An estimated total may be short: never claim the end before make does.
+        percent = min(99, 100 * done // total)
+        left = (f"about {minutes(elapsed * (total - done) / done)} left" if 0 < done < total
+                else "finishing" if done else "starting")
+        source = f" (total from {self.total_from})" if self.total_from and not stated else ""
+        return (f"{done}/{total} {self.unit} ({percent}%){source}, {minutes(elapsed)} so far, "
+                f"{left}")
+
+
+KBUILD_COMMAND = re.compile(rb"^  (CC|AR) +\S", re.M)
+
+
+def kbuild_done(log: Path) -> Tuple[int, Optional[int]]:
+    """Kbuild's CC and AR command lines so far: one per object and directory."""
+    try:
+        return len(KBUILD_COMMAND.findall(log.read_bytes())), None
+    except FileNotFoundError:
+        return 0, None
+
+
+def kbuild_progress(total: Optional[int], total_from: str = "") -> Progress:
+    return Progress("objects and directories", kbuild_done, total, total_from)
+
+
+def ninja_done(log: Path) -> Tuple[int, Optional[int]]:
+    """ninja's last "[N/M]" counter: M is its own plan."""
     matches = re.findall(rb"\[(\d+)/(\d+)\]", tail(log, 5).encode())
-    if not matches:
-        return "configuring"
-    done, total = (int(x) for x in matches[-1])
-    return f"{done}/{total} ninja steps ({100 * done // total}%)"
+    return tuple(int(x) for x in matches[-1]) if matches else (0, None)
+
+
+ninja_progress = Progress("ninja steps", ninja_done)
 
 
 def _wait_reporting(proc, label, log, start, progress) -> int:
@@ -54,14 +83,13 @@ def _wait_reporting(proc, label, log, start, progress) -> int:
         except subprocess.TimeoutExpired:
             pass
         if progress and time.monotonic() >= next_report:
-            elapsed = int(time.monotonic() - start)
-            print(f"[{label}] {progress(log)}, {elapsed // 60}m{elapsed % 60:02d}s", flush=True)
+            print(f"[{label}] {progress.line(log, time.monotonic() - start)}", flush=True)
             next_report += PROGRESS_EVERY_S
 
 
 def run_logged(label: str, argv: Sequence[str], log: Path, cwd: Optional[Path] = None,
                env: Optional[dict] = None,
-               progress: Optional[Callable[[Path], str]] = None) -> None:
+               progress: Optional[Progress] = None) -> None:
     """Run argv, appending its output to log; print progress while it runs."""
     full_env = dict(os.environ, **(env or {}))
     start = time.monotonic()

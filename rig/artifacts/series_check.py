@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rig.artifacts.cache import Step, ensure, sha256_bytes
 from rig.artifacts.kernel import (SERIES, compile_tree, configure, kbuild_env, kernel_inputs,
-                                  kernel_source)
+                                  kernel_source, planned)
 from rig.artifacts.patching import apply_patch, read_series
 from rig.artifacts.runner import BuildError, run_logged, tail
 
@@ -81,9 +81,11 @@ def _build(out: Path) -> dict:
         try:
             if make is None:
                 make = configure(LABEL, tree, log, "patched")
+                total = planned(tree)          # the first build compiles everything
             else:
                 run_logged(LABEL, make + ["olddefconfig"], log, env=kbuild_env())
-            compile_tree(LABEL, make, log, None)
+                total = (None, "")             # later ones what the patch touched
+            compile_tree(LABEL, make, log, total)
             result["builds"] = True
         except BuildError as e:
             result["build_error"] = str(e)

@@ -99,11 +99,11 @@ def build(rev: Revision, with_series: bool) -> dict:
     by the rig's recipe, with kernel-patches/series on top when asked."""
     flavor = "patched" if with_series else "vanilla"
     step = Step("kernel-gate", kernel_inputs(flavor, rev))
-    expected = step.last_outputs().get("build_commands")
+    last_total = step.last_outputs().get("build_objects")
     print(f"[gate] {rev.label}: kernel {rev.version}"
           + (" + kernel-patches/series" if with_series else ""), flush=True)
     try:
-        manifest = ensure(step, lambda out: build_source(flavor, rev, out, expected,
+        manifest = ensure(step, lambda out: build_source(flavor, rev, out, last_total,
                                                             f"gate-{rev.label}"))
     except BuildError as e:
         raise GateError(f"{rev.label} ({rev.name}) does not build:\n{e}") from None
