@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rig.tools.bench import report
+from rig.tools.bench import page, report
 from rig.tools.bench.guest import FlavorFigures
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,7 +135,21 @@ def test_the_measurements_page_is_rendered_from_the_json_and_names_a_broken_prom
     assert run.returncode == 1, run.stdout + run.stderr
     text = (tmp_path / "pages" / "2026-12-04.md").read_text()
     assert text.startswith("# Measurements of 2026-12-04\n")
+    assert json.loads((tmp_path / "pages" / "2026-12-04.json").read_text()) == json.loads(
+        src.read_text())
     assert "| INFO printk() p99, backlog | 7,677.5 us | 88.1 us | 87x lower |" in text
     assert "- CHECK FAILED: patched INFO printk() p99 under the backlog is 87.1x lower" in text
-    assert text in run.stdout
+    assert text.split("\n", 3)[3] in run.stdout      # the same page, but for its source
     assert "Time to verdict" not in text       # not measured in this file: no empty table
+
+
+def test_every_kept_measurements_page_is_the_render_of_its_json():
+    """docs/measurements/DATE.md is generated, never edited: each is what
+    rig bench renders from the DATE.json kept beside it."""
+    kept = sorted((ROOT / "docs" / "measurements").glob("*.json"))
+    assert kept, "no bench JSON in docs/measurements"
+    for source in kept:
+        rendered = page.render(json.loads(source.read_text()), source.name)
+        assert source.with_suffix(".md").read_text() == rendered, (
+            f"{source.with_suffix('.md')} is not the page of {source.name}: regenerate it with "
+            f"`python3 -m rig bench --from {source} --page docs/measurements`")

@@ -58,12 +58,5 @@ def show(json_file: Path, page_dir: Optional[Path], do_check: bool) -> int:
     data = json.loads(json_file.read_text())
     print("\n" + page.render(data, str(json_file)))
     if page_dir is not None:
-        print(f"page: {page.write(data, page_dir, rel(json_file))}")
+        print(f"page: {page.write(data, page_dir)}")
     return 1 if page.problems(data) and do_check else 0
-
-
-def rel(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
