@@ -126,8 +126,22 @@ def machine_plan(req: BootRequest, qemu: Path, kernel: Path, initrd: Path, run_d
     return cfg, phases, on_phase
 
 
+def time_split(prepare_s: float, host_wait_s: float, phases, finish_s: float) -> Dict:
+    """Where a boot's wall time went (rig bench adds them up per test):
+    finding or building the inputs and the snapshot, waiting for the host,
+    starting QEMU, restoring the snapshot, the guest's own run (from the
+    firmware on when booted), and checking the evidence files are whole."""
+    by_phase = {p.name: p.wall_s for p in phases}
+    guest = sum(w for name, w in by_phase.items() if name not in ("qemu", "restore"))
+    return {name: round(s, 3) for name, s in (
+        ("prepare", prepare_s), ("host_wait", host_wait_s),
+        ("qemu_start", by_phase.get("qemu", 0.0)), ("restore", by_phase.get("restore", 0.0)),
+        ("guest", guest), ("finish", finish_s))}
+
+
 def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
     from rig.vm.accel import resolve_accel
+    started = time.monotonic()
     request_check.check(req.smp, req.memory_mb, req.cmdline, {})
     rundir.check_room(req.run_dir or paths.runs_root(), req.min_free_mb)
     req = device_triggers(req)
@@ -172,8 +186,10 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
                                              bundle.rebuild_command(req.flavor, "initramfs")),
                           module_sha256=initrd["outputs"].get("module_sha256")),
     })
+    prepare_s = time.monotonic() - started
     with machine as m:
         result = m.run()
+    finishing = time.monotonic()
     booted = result.outcome
     missing = completeness.problems(run_dir, machine, booted)
     if missing:
@@ -183,12 +199,15 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
     except rundir.RunDirError as e:
         missing.append(str(e))
         result.outcome = outcome_mod.rig_error(missing, booted)
+    times = time_split(prepare_s, machine.host_wait_s, result.phases,
+                       time.monotonic() - finishing)
     result.summary = {
         "name": req.name,
         "flavor": req.flavor,
         "outcome": result.outcome.to_json(),
         "phases": [vars(p) for p in result.phases],
         "wall_s": result.wall_s,
+        "time_s": times,
         "guest_s": {"init_start": guest_time_of(result.console, "rig-init: start"),
                     "init_end": guest_time_of(result.console, "rig-init: end status=")},
         "accel": accel,

@@ -2,6 +2,8 @@
 failure; boot with the test module and parse the evidence; and say what a
 flavor is expected to lack."""
 import shutil
+import time
+from collections import Counter
 from dataclasses import replace
 from typing import Optional
 
@@ -40,6 +42,7 @@ def rig_boot(request):
         if req.lock_timeout_s is None:
             req = replace(req, lock_timeout_s=request.config.getoption("lock_timeout"))
         result = boot(req)
+        add_times(request.node, result.summary.get("time_s", {}))
         dirs.append(result.run_dir)
         request.node.user_properties.append(("run_dir", str(result.run_dir)))
         print(f"run directory: {result.run_dir}")
@@ -52,11 +55,21 @@ def rig_boot(request):
             compare_golden(request, result, len(dirs))
         return result
     yield run
+    for phase, seconds in getattr(request.node, "rig_times", Counter()).items():
+        request.node.user_properties.append((f"time_{phase}_s", round(seconds, 3)))
     report = getattr(request.node, "rig_call_report", None)
     passed = report is not None and report.passed and not hasattr(report, "wasxfail")
     if passed and not request.config.getoption("keep_runs"):
         for d in dirs:
             shutil.rmtree(d, ignore_errors=True)
+
+
+def add_times(node, times) -> None:
+    """Add a boot's time split (rig.boot.time_split) to the test's: the
+    test's JUnit properties time_PHASE_s, which rig bench reads."""
+    if not hasattr(node, "rig_times"):
+        node.rig_times = Counter()
+    node.rig_times.update(times)
 
 
 def compare_golden(request, result, boot_no: int) -> None:
@@ -129,7 +142,9 @@ def rig_run(rig_boot, request):
         assert result.outcome.cls == expect, (f"{name} on {flavor}: {result.outcome.cls}, "
                                               f"expected {expect}: {result.outcome.detail} "
                                               f"(run directory {result.run_dir})")
+        parsing = time.monotonic()
         ev = Evidence.of(result)
+        add_times(request.node, {"parse": time.monotonic() - parsing})
         # A property of every run: nobody touches the UART while another
         # CPU's write holds it (S22 builds the takeovers that show it).
         assert_ousted_writer_keeps_off(ev, expect_takeover=False)

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from rig.tools.bench import page, report
 from rig.tools.bench.guest import FlavorFigures
 
@@ -153,3 +155,33 @@ def test_every_kept_measurements_page_is_the_render_of_its_json():
         assert source.with_suffix(".md").read_text() == rendered, (
             f"{source.with_suffix('.md')} is not the page of {source.name}: regenerate it with "
             f"`python3 -m rig bench --from {source} --page docs/measurements`")
+
+
+def test_phase_totals_split_each_tests_time_and_name_the_rest_checks():
+    from rig.tools.bench.verdict import phase_totals
+    took = {"s::a": 3.0, "s::b": 2.0}
+    split = {"s::a": {"prepare": 0.2, "restore": 0.5, "guest": 1.5, "parse": 0.3},
+             "s::b": {"prepare": 0.1, "restore": 0.5, "guest": 0.9}}
+    totals = phase_totals(took, split)
+    assert totals["guest"] == 2.4 and totals["host_wait"] == 0.0
+    assert round(totals["checks"], 3) == round(3.0 - 2.5 + 2.0 - 1.5, 3)
+    text = report.phase_table(totals)
+    assert "| the guest's run | 2.4 | 48% |" in text
+    assert "| the checks, and pytest itself | 1.0 | 20% |" in text
+
+
+@pytest.mark.boots
+def test_a_scenario_run_records_where_each_tests_time_went(tmp_path):
+    """On real boots: every scenario test's JUnit record carries its time
+    split, which the bench adds up."""
+    from rig.tests.helpers import run_suite
+    from rig.tools.junit import phase_times
+    got, proc = run_suite(tmp_path, ["--flavor", "patched",
+                                     "scenarios/test_s03_emergency_immediacy.py"])
+    assert set(got.values()) == {"passed"}, proc.stdout[-3000:]
+    split = phase_times(tmp_path / "junit.xml")
+    assert set(split) == set(got)
+    for test, phases in split.items():
+        assert {"prepare", "host_wait", "qemu_start", "restore", "guest", "finish",
+                "parse"} <= set(phases), (test, phases)
+        assert phases["restore"] > 0 and phases["guest"] > 0 and phases["parse"] > 0, phases

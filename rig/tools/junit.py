@@ -51,6 +51,19 @@ def wall_times(junit: Path) -> Dict[str, float]:
             for case in ET.parse(junit).getroot().iter("testcase")}
 
 
+def phase_times(junit: Path) -> Dict[str, Dict[str, float]]:
+    """test id -> {phase: seconds}, from the time_PHASE_s properties the
+    scenarios' fixtures record (rig.boot.time_split, plus parse)."""
+    out: Dict[str, Dict[str, float]] = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        test = f"{case.get('classname')}::{case.get('name')}"
+        for prop in case.iter("property"):
+            name = prop.get("name") or ""
+            if name.startswith("time_") and name.endswith("_s"):
+                out.setdefault(test, {})[name[5:-2]] = float(prop.get("value"))
+    return out
+
+
 def median_times(runs: List[Dict[str, float]]) -> Dict[str, float]:
     """test id -> the median of its wall times over the runs it appears in."""
     out = {}

@@ -104,6 +104,7 @@ class Machine:
                  lock_timeout_s: Optional[float] = None):
         self.cfg = cfg
         self.lock_timeout_s = lock_timeout_s
+        self.host_wait_s = 0.0        # how long __enter__ waited for the host lock
         self.tally = ConsoleTally(live)
         self.console_prefix = 0       # console.log bytes from before QEMU (a restore)
         self.console_eof = False      # the harness read the console to its end
@@ -182,9 +183,11 @@ class Machine:
 
     def __enter__(self) -> "Machine":
         with contextlib.ExitStack() as stack:
+            asked = time.monotonic()
             stack.enter_context(hostshare.hold(alone=hostshare.alone_on(self.cfg.clock),
                                                 what=self.cfg.run_dir.name,
                                                 timeout_s=self.lock_timeout_s))
+            self.host_wait_s = since(asked)
             self.start()
             self._host = stack.pop_all()    # held until __exit__; released if start fails
         return self

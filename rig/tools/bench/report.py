@@ -71,6 +71,25 @@ def verdict_table(t: Dict) -> str:
     lines += [f"| {a} | {b} |" for a, b in rows]
     if sc["not_passed"]:
         lines.append(f"| tests that did not pass in some run | {len(sc['not_passed'])} |")
+    return "\n".join(lines) + "\n" + phase_table(sc.get("phase_total_s"))
+
+
+PHASE_NAMES = {"prepare": "finding the inputs (cache lookups, snapshot template)",
+               "host_wait": "waiting for the host (a real-time boot elsewhere)",
+               "qemu_start": "starting QEMU", "restore": "restoring the snapshot",
+               "guest": "the guest's run", "finish": "checking the evidence files are whole",
+               "parse": "parsing the evidence", "checks": "the checks, and pytest itself"}
+
+
+def phase_table(totals: Optional[Dict[str, float]]) -> str:
+    """Where the scenario tests' time goes: one row per phase."""
+    if not totals:
+        return ""
+    whole = sum(totals.values()) or 1.0
+    lines = ["", "| where the scenario tests' time goes (summed over the tests) | seconds | "
+             "share |", "|---|---|---|"]
+    lines += [f"| {PHASE_NAMES.get(p, p)} | {s:.1f} | {s / whole:.0%} |"
+              for p, s in totals.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -9,7 +9,10 @@ for; the printk figures are in guest virtual time, these cannot be):
   teardown, so a boot shared by a module's tests counts once), and the median
   over all scenario tests;
 - the scenario suite's own wall time, median of those runs (warm: every
-  build comes from the cache).
+  build comes from the cache);
+- where the scenario tests' time goes, per phase (rig.boot.time_split, the
+  evidence parsing, and the checks and pytest as the rest), summed over
+  the tests, median of the runs.
 The whole `make test`, cold and warm, is measured by running it (docs/measurements/).
 """
 import os
@@ -20,7 +23,7 @@ from typing import Dict, List
 from rig.boot import BootRequest, boot
 from rig.tools.bench.guest import BenchError
 from rig.tools.flakes import run_suite
-from rig.tools.junit import median_times
+from rig.tools.junit import median_times, phase_times
 
 BOOTS = 5
 TO_INIT = ("qemu", "firmware", "kernel")     # the phases before "rig-init: start"
@@ -41,13 +44,15 @@ def boot_to_init(flavor: str, boots: int = BOOTS) -> Dict[str, float]:
 def scenario_walls(runs: int, out_dir: Path, workers: int) -> Dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     times: List[Dict[str, float]] = []
+    phases: List[Dict[str, float]] = []
     suite: List[float] = []
     failed: Dict[str, str] = {}
     for i in range(1, runs + 1):
         print(f"[bench] time to verdict: scenario suite, run {i}/{runs} "
               f"({workers} workers)", flush=True)
-        verdicts, took, wall = run_suite(out_dir / f"verdict-{i}.xml",
-                                         ["scenarios", "-n", str(workers)])
+        junit = out_dir / f"verdict-{i}.xml"
+        verdicts, took, wall = run_suite(junit, ["scenarios", "-n", str(workers)])
+        phases.append(phase_totals(took, phase_times(junit)))
         failed.update({t: v for t, v in verdicts.items() if v not in ("passed", "xfailed")})
         times.append(took)
         suite.append(wall)
@@ -57,7 +62,21 @@ def scenario_walls(runs: int, out_dir: Path, workers: int) -> Dict:
             "suite_median_s": round(statistics.median(suite), 1),
             "suite_runs_s": [round(w, 1) for w in suite],
             "per_test_median_s": {t: round(s, 3) for t, s in sorted(medians.items())},
+            "phase_total_s": {p: round(statistics.median(r[p] for r in phases), 1)
+                              for p in phases[0]},
             "not_passed": failed}
+
+
+PHASES = ("prepare", "host_wait", "qemu_start", "restore", "guest", "finish", "parse")
+
+
+def phase_totals(took: Dict[str, float], split: Dict[str, Dict[str, float]]) -> Dict[str, float]:
+    """Seconds of test wall time per phase, summed over the scenario tests;
+    "checks" is the rest of each test's time (its assertions, pytest)."""
+    totals = {p: sum(split.get(t, {}).get(p, 0.0) for t in took) for p in PHASES}
+    totals["checks"] = sum(max(0.0, s - sum(split.get(t, {}).values()))
+                           for t, s in took.items())
+    return totals
 
 
 def measure(runs: int, out_dir: Path, workers: int = 0) -> Dict:
