@@ -24,8 +24,8 @@ from typing import Dict, Iterable, List, Optional
 
 from rig.boot import BootRequest, boot
 from rig.evidence.boot import Evidence
-from rig.evidence.wire import line_latency, marker, programmed_format
-from rig.protocol import MARK_BEFORE
+from rig.evidence.properties import call_latency
+from rig.evidence.wire import programmed_format
 from rig.rigprintk import cmdline, mask, stats
 from rig.vm.qemu_argv import ICOUNT_CLOCK
 
@@ -129,11 +129,9 @@ def emergency_latency(ev: Evidence, name: str) -> Dict[str, float]:
     err = [(ln, t) for ln, t in ev.tagged(name) if t.level == 3]
     if len(err) != 1:
         raise BenchError(f"{name}: {len(err)} ERR lines on the console ({ev.where()})")
-    line, tag = err[0]
-    wl = ev.wire_line_of(line)
-    if wl is None:
+    lat = call_latency(ev, *err[0])
+    if lat is None:
         raise BenchError(f"{name}: the ERR line is not whole on the wire ({ev.where()})")
-    lat = line_latency(ev.log, wl, since_ns=marker(ev.log, tag.marker(MARK_BEFORE)).vtime_ns)
     return {"ns": round(lat.ns), "physical_ns": round(lat.physical_ns),
             "line_bytes": lat.line_bytes, "ratio": round(lat.ratio, 4)}
 
