@@ -67,7 +67,24 @@ def toolchain_id() -> str:
     return f"{first_line(['gcc', '--version'])} / {first_line(['ld', '--version'])}"
 
 
+DPKG_STATUS = Path("/var/lib/dpkg/status")
+
+
+def mtime_ns(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
 def dpkg_version(pkg: str) -> Optional[str]:
+    """The installed version; asked once per process until dpkg's status
+    changes (every boot looks its inputs' keys up)."""
+    return _dpkg_version(pkg, mtime_ns(DPKG_STATUS))
+
+
+@functools.lru_cache(maxsize=64)
+def _dpkg_version(pkg: str, status_mtime_ns: int) -> Optional[str]:
     res = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg],
                          capture_output=True, text=True)
     return res.stdout.strip() if res.returncode == 0 and res.stdout.strip() else None

@@ -6,12 +6,14 @@ client of /dev/kmsg) and the flavor's build of the test module
 One archive per kernel flavor, since each carries the module built against
 its own kernel.
 """
+import functools
 import subprocess
 from pathlib import Path
 
 from rig import paths
 from rig.artifacts import cpio
-from rig.artifacts.cache import Step, dpkg_version, ensure, sha256_bytes, sha256_file, toolchain_id
+from rig.artifacts.cache import (Step, dpkg_version, ensure, mtime_ns, sha256_bytes, sha256_file,
+                                 toolchain_id)
 from rig.artifacts.module import MODULE_NAME, PRBSTRESS, build_module, module_step
 from rig.artifacts.runner import BuildError, run_logged
 
@@ -27,7 +29,16 @@ LAYOUT = "dirs bin dev proc sys tmp lib lib/modules; /dev/console c 5 1; /init; 
 
 
 def shared_libraries(binary: Path) -> list:
-    """The paths ldd resolves for binary, the dynamic loader included."""
+    """The paths ldd resolves for binary, the dynamic loader included; asked
+    again only when the binary or the loader's cache changed."""
+    return list(_shared_libraries(binary, mtime_ns(binary), mtime_ns(LD_SO_CACHE)))
+
+
+LD_SO_CACHE = Path("/etc/ld.so.cache")
+
+
+@functools.lru_cache(maxsize=8)
+def _shared_libraries(binary: Path, binary_mtime_ns: int, ld_cache_mtime_ns: int) -> tuple:
     out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, check=True).stdout
     libs = []
     for line in out.splitlines():
@@ -36,7 +47,7 @@ def shared_libraries(binary: Path) -> list:
             libs.append(Path(parts[2]))
         elif parts and parts[0].startswith("/"):
             libs.append(Path(parts[0]))
-    return libs
+    return tuple(libs)
 
 
 def initramfs_inputs(flavor: str) -> dict:

@@ -106,3 +106,24 @@ def test_shortfall_of_a_closed_version_2_log():
     assert uartlog.shortfall(uartlog.parse(pack_header(records=9) + sample()[64:])) is None
     with pytest.raises(UartLogError, match="state 7, 0 of 0 records lost at offset 44"):
         uartlog.parse(pack_header(state=7))
+
+
+def test_a_reread_log_is_parsed_once_until_the_file_changes(tmp_path):
+    """A boot's completeness check and its evidence read the same log: the
+    second read is the first's parse; a file that changed is parsed again."""
+    p = tmp_path / "uart.log"
+    p.write_bytes(sample(2))
+    first = uartlog.read(p)
+    assert uartlog.read(p) is first
+    p.write_bytes(sample(3))
+    again = uartlog.read(p)
+    assert again is not first and [r.reg for r in again.records] == ["IER", "THR", "MARKER"]
+
+
+@pytest.mark.parametrize("record, why", [
+    (pack_record(3, 250, 0, "THR", 65), "virtual time 250 ns before the previous record's"),
+    (pack_record(3, 400, 5, "THR", 65), "vCPU 5 on a machine of"),
+    (pack_record(3, 400, 0, "THR", 0x1FF), "value 0x1ff in the 8-bit register THR")])
+def test_the_fast_check_sends_any_bad_record_to_the_one_that_names_it(record, why):
+    with pytest.raises(UartLogError, match=f"record 3 at offset 136 cannot be: {why}"):
+        uartlog.parse(pack_header(cpus=2) + sample()[64:] + record)
