@@ -204,6 +204,9 @@ def read(path: Union[str, Path], cpus: Optional[int] = None) -> UartLog:
     p = Path(path)
     try:
         st = p.stat()
+        with open(p, "rb") as f:
+            if parse_header(f.read(HEADER.size)).version >= 2:
+                cpus = None         # the header says; one parse serves every reader
         return _read(str(p.resolve()), st.st_size, st.st_mtime_ns, cpus)
     except FileNotFoundError:
         p.read_bytes()          # the OSError of a missing file, as before

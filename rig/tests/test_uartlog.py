@@ -115,6 +115,7 @@ def test_a_reread_log_is_parsed_once_until_the_file_changes(tmp_path):
     p.write_bytes(sample(2))
     first = uartlog.read(p)
     assert uartlog.read(p) is first
+    assert uartlog.read(p, cpus=2) is first       # a version 2 header says its vCPUs
     p.write_bytes(sample(3))
     again = uartlog.read(p)
     assert again is not first and [r.reg for r in again.records] == ["IER", "THR", "MARKER"]
