@@ -1,6 +1,8 @@
 """Fixtures for scenarios: boot a flavor, keep the run directory, name it on
 failure; boot with the test module and parse the evidence; and say what a
 flavor is expected to lack."""
+import dataclasses
+import json
 import shutil
 import time
 from collections import Counter
@@ -12,7 +14,7 @@ import pytest
 from rig import boot_options, paths
 from rig.artifacts import built as artifacts, custom
 from rig.artifacts.runner import BuildError
-from rig.boot import BootRequest, boot
+from rig.boot import BootRequest, BootResult, boot
 from rig.evidence import golden
 from rig.evidence.boot import Evidence
 from rig.evidence.properties import assert_ousted_writer_keeps_off
@@ -35,33 +37,46 @@ def pytest_runtest_makereport(item, call):
 def rig_boot(request):
     """Boot with a BootRequest; the run directory goes into the test report.
     A passing test's run directories are removed unless --keep-runs is given;
-    a failing (or xfailing) test keeps them."""
-    dirs = []
+    a failing (or xfailing) test keeps them. A run that other tests judge too
+    (SHARED_RUNS) is removed at the session's end if every one passed."""
+    dirs, judged = [], []           # the runs this test made; every run it judged
+    shared = request.config.stash.setdefault(SHARED_RUNS, {})
 
-    def run(req: BootRequest):
-        if req.lock_timeout_s is None:
-            req = replace(req, lock_timeout_s=request.config.getoption("lock_timeout"))
-        result = boot(req)
-        add_times(request.node, result.summary.get("time_s", {}))
-        dirs.append(result.run_dir)
+    def run(req: BootRequest, reuse: Optional[BootResult] = None):
+        """Boot req; or, for reuse, the run an identical request of another
+        test made (SHARED_RUNS), judged as this test's own."""
+        if reuse is not None:
+            result = reuse
+            shared[result.run_dir].append(request.node)
+            request.node.user_properties.append(("run_shared", str(result.run_dir)))
+        else:
+            if req.lock_timeout_s is None:
+                req = replace(req, lock_timeout_s=request.config.getoption("lock_timeout"))
+            result = boot(req)
+            add_times(request.node, result.summary.get("time_s", {}))
+            dirs.append(result.run_dir)
+        judged.append(result.run_dir)
         request.node.user_properties.append(("run_dir", str(result.run_dir)))
-        print(f"run directory: {result.run_dir}")
+        print(f"run directory: {result.run_dir}" + (" (shared)" if reuse else ""))
         if result.outcome.cls == "rig-error":
             # Not an AssertionError: no verdict on the kernel, not even a strict xfail's.
             pytest.fail(f"the rig's evidence of this run is incomplete, no verdict: "
                         f"{result.outcome.detail} (run directory {result.run_dir})",
                         pytrace=False)
         if req.clock == ICOUNT_CLOCK:
-            compare_golden(request, result, len(dirs))
+            compare_golden(request, result, len(judged))
         return result
     yield run
     for phase, seconds in getattr(request.node, "rig_times", Counter()).items():
         request.node.user_properties.append((f"time_{phase}_s", round(seconds, 3)))
     report = getattr(request.node, "rig_call_report", None)
     passed = report is not None and report.passed and not hasattr(report, "wasxfail")
-    if passed and not request.config.getoption("keep_runs"):
-        for d in dirs:
+    for d in dirs:
+        if d in shared:
+            continue        # others judge it too: removed at the session's end
+        if passed and not request.config.getoption("keep_runs"):
             shutil.rmtree(d, ignore_errors=True)
+    request.node.rig_passed = passed
 
 
 def add_times(node, times) -> None:
@@ -138,18 +153,52 @@ def rig_run(rig_boot, request):
                           warm_reset=warm_reset, panic_hold=panic_hold, second_uart=second_uart,
                           snapshot=request.config.getoption("snapshot") == "on",
                           cmdline=f"rig.steps={steps} {cmdline(scen=name, **module)} {extra}")
-        result = rig_boot(req)
-        assert result.outcome.cls == expect, (f"{name} on {flavor}: {result.outcome.cls}, "
-                                              f"expected {expect}: {result.outcome.detail} "
-                                              f"(run directory {result.run_dir})")
-        parsing = time.monotonic()
-        ev = Evidence.of(result)
-        add_times(request.node, {"parse": time.monotonic() - parsing})
+        runs = request.config.stash.setdefault(SHARED_EVIDENCE, {})
+        key = shared_key(req, expect)
+        if key is not None and key in runs:
+            ev = runs[key]
+            rig_boot(req, reuse=ev.result)
+        else:
+            result = rig_boot(req)
+            assert result.outcome.cls == expect, (
+                f"{name} on {flavor}: {result.outcome.cls}, expected {expect}: "
+                f"{result.outcome.detail} (run directory {result.run_dir})")
+            parsing = time.monotonic()
+            ev = Evidence.of(result)
+            add_times(request.node, {"parse": time.monotonic() - parsing})
+            if key is not None:
+                runs[key] = ev
+                request.config.stash[SHARED_RUNS][result.run_dir] = [request.node]
         # A property of every run: nobody touches the UART while another
         # CPU's write holds it (S22 builds the takeovers that show it).
         assert_ousted_writer_keeps_off(ev, expect_takeover=False)
         return ev
     return run
+
+
+# Runs on the icount clock are deterministic: an identical request gives
+# byte-identical evidence, so a test whose request another test of this
+# worker made already judges that run instead of booting it again (S4 and
+# S5, S24's two tests). run directory -> the tests that judged it.
+SHARED_RUNS = pytest.StashKey[dict]()
+SHARED_EVIDENCE = pytest.StashKey[dict]()
+
+
+def shared_key(req: BootRequest, expect: str) -> Optional[str]:
+    """What makes two requests the same run; None for a run on the host's
+    clock, which is a sample of its own."""
+    if req.clock != ICOUNT_CLOCK:
+        return None
+    return json.dumps([dataclasses.asdict(req), expect], sort_keys=True, default=str)
+
+
+def pytest_sessionfinish(session):
+    """Remove the shared runs whose every judge passed (unless --keep-runs)."""
+    if session.config.getoption("keep_runs", False):
+        return
+    for run_dir, judges in session.config.stash.get(SHARED_RUNS, {}).items():
+        if all(getattr(node, "rig_passed", False) for node in judges):
+            shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def clock_of(request, clock: Optional[str]) -> str:
