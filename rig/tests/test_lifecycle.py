@@ -16,11 +16,13 @@ from rig.tests.helpers import boot_and_signal_qemu, process_gone, wait_for, wait
 
 pytestmark = pytest.mark.boots
 FLAVOR = "vanilla"
+# The exit classes do not depend on how the guest got to init: these runs
+# start from init's snapshot (the boot itself is S1's and test_snapshot's).
 
 
 def test_hang_is_reported_with_its_phase_and_last_console_lines():
     res = boot(BootRequest(flavor=FLAVOR, cmdline="rig.hang=1", init_timeout_s=4,
-                           name="lifecycle-hang"))
+                           name="lifecycle-hang", snapshot=True))
     took = res.wall_s       # from QEMU's start: not the wait for the host lock
     assert res.outcome.cls == "hang", res.outcome.detail
     assert res.outcome.phase == "init"
@@ -35,7 +37,8 @@ def test_hang_is_reported_with_its_phase_and_last_console_lines():
 
 
 def test_panic_is_its_own_class():
-    res = boot(BootRequest(flavor=FLAVOR, cmdline="rig.panic=1", name="lifecycle-panic"))
+    res = boot(BootRequest(flavor=FLAVOR, cmdline="rig.panic=1", name="lifecycle-panic",
+                           snapshot=True))
     assert res.outcome.cls == "panic", res.outcome.detail
     assert "GUEST_PANICKED" in res.outcome.events
     assert b"Kernel panic - not syncing" in res.console
@@ -44,7 +47,8 @@ def test_panic_is_its_own_class():
 def test_failed_step_is_a_guest_error_that_names_the_step_and_why():
     # The module's run fails: its second console has no UART on this machine.
     res = boot(BootRequest(flavor=FLAVOR, cmdline="rig.steps=kmsg,run "
-                           "rigprintk.second_console=early", name="lifecycle-fail"))
+                           "rigprintk.second_console=early", name="lifecycle-fail",
+                           snapshot=True))
     assert res.outcome.cls == "guest-error", res.outcome.detail
     assert res.outcome.detail.startswith("init reported: step failed: "), res.outcome.detail
     assert res.outcome.detail.endswith("rig-init: step run: /sys/module/rigprintk/parameters/"
@@ -53,7 +57,7 @@ def test_failed_step_is_a_guest_error_that_names_the_step_and_why():
 
 
 def test_qemu_dying_by_a_signal_is_a_qemu_crash():
-    res = boot_and_signal_qemu("lifecycle-crash", FLAVOR, signal.SIGSEGV)
+    res = boot_and_signal_qemu("lifecycle-crash", FLAVOR, signal.SIGSEGV, snapshot=True)
     assert res.outcome.cls == "qemu-crash", res.outcome.detail
     assert res.outcome.signal == "SIGSEGV"
 

@@ -141,7 +141,7 @@ def test_baud_model_1000_bytes_take_their_wire_time():
     # calibration, the clocksource switch) come before the line, not in it.
     res = boot(BootRequest(flavor="vanilla",
                            cmdline="rig.steps=sleep,line rig.sleep_ms=500 rig.line_len=1000",
-                           clock="icount", name="uart-baud"))
+                           clock="icount", name="uart-baud", snapshot=True))
     assert res.outcome.cls == "clean", res.outcome.detail
     dur, n = line_write(uartlog.read(res.run_dir / "uart.log"))
     assert n == 1000
@@ -152,7 +152,7 @@ def test_baud_model_1000_bytes_take_their_wire_time():
 
 def test_baud_model_off_transmits_at_once():
     res = boot(BootRequest(flavor="vanilla", cmdline="rig.steps=line rig.line_len=1000",
-                           baud_model=False, name="uart-nobaud"))
+                           baud_model=False, name="uart-nobaud", snapshot=True))
     assert res.outcome.cls == "clean", res.outcome.detail
     dur, n = line_write(uartlog.read(res.run_dir / "uart.log"))
     assert n == 1000 and dur < 0.5 * 1000 * uartlog.char_time_ns(115200)
