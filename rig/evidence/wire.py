@@ -72,10 +72,14 @@ def foreign_byte(line: WireLine, cpu: int) -> Optional[Record]:
                 None)
 
 
-def marker(log: UartLog, value: int, after_seq: int = -1) -> Optional[Record]:
-    """The first MARKER record with value after log record after_seq."""
+def marker(log: UartLog, value: int, after_seq: int = -1,
+           cpu: Optional[int] = None) -> Optional[Record]:
+    """The first MARKER record with value after log record after_seq, written
+    by vCPU cpu if given: a tagged call's marker carries its per-CPU sequence
+    number, not its CPU, so two CPUs' first calls mark the same value."""
     return next((r for r in log.records
-                 if r.reg == "MARKER" and r.value == value and r.seq > after_seq), None)
+                 if r.reg == "MARKER" and r.value == value and r.seq > after_seq
+                 and (cpu is None or r.cpu == cpu)), None)
 
 
 # --- timing on the wire ---------------------------------------------------------------

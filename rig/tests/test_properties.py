@@ -11,7 +11,8 @@ from rig.evidence.boot import Evidence
 from rig.evidence.properties import (assert_immediate, assert_no_irqsoff_wait,
                                      assert_no_lockup_report, assert_panic_complete,
                                      assert_printed_by_deadline,
-                                     assert_written_by_its_cpu_or_handed, call_windows, nmi_windows,
+                                     assert_written_by_its_cpu_or_handed, call_latency,
+                                     call_windows, nmi_windows,
                                      panic_complete, printed_by_deadline)
 from rig.protocol import MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_NMI_ENTER, MARK_NMI_EXIT
 from rig.rigprintk import Tag
@@ -249,3 +250,26 @@ def test_a_panic_cut_short_fails_with_what_is_missing(cut_at, message):
     with pytest.raises(AssertionError) as e:
         assert_panic_complete(real_panic(cut_at), PANIC_NMI)
     assert str(e.value) == message
+
+
+def test_a_calls_latency_starts_at_its_own_cpus_marker_not_an_equal_one():
+    """A tagged call's marker carries its per-CPU seq, not its CPU: CPU 1's
+    first call marks what CPU 0's first did (rig bench once measured an ERR
+    line from CPU 0's flood line 0, 328 ms early)."""
+    err = "[    1.300000] 001: rigprintk: scen=S4 cpu=1 ctx=task seq=0 lvl=3"
+    tag = Tag("S4", 1, "task", 0, 3, 0)
+    char = 86_806
+    records = SETUP_115200_8N1 + [(1_000_000, 0, "MARKER", tag.marker(MARK_BEFORE)),
+                                  (1_000_100, 0, "MARKER", tag.marker(MARK_AFTER)),
+                                  (300_000_000, 1, "MARKER", tag.marker(MARK_BEFORE))]
+    t = 300_000_000 + char
+    for b in (err + "\r\n").encode():
+        records.append((t, 1, "THR", b))
+        t += char
+    records.append((t, 1, "MARKER", tag.marker(MARK_AFTER)))
+    console = (err + "\r\n").encode()
+    ev = Evidence(SimpleNamespace(run_dir="RUN"), logparse.parse_transcript(console), None,
+                  timed_log(records))
+    line = ev.transcript.lines[0]
+    lat = call_latency(ev, line, tag)
+    assert 1.0 <= lat.ratio < 1.1, f"{lat.ns / 1e6:.3f} ms, {lat.ratio:.3f}x"
