@@ -19,7 +19,7 @@ from rig.artifacts.cache import Step, ensure, sha256_bytes
 from rig.artifacts.kernel import (SERIES, compile_tree, configure, kbuild_env, kernel_inputs,
                                   kernel_source, planned)
 from rig.artifacts.patching import apply_patch, read_series
-from rig.artifacts.runner import BuildError, run_logged, tail
+from rig.artifacts.runner import BuildError, minutes, run_logged, tail
 
 LABEL = "series-check"
 RECIPE = ("git apply --check; patch --fuzz=0; checkpatch.pl --strict --quiet; "
@@ -64,6 +64,16 @@ def run_checkpatch(tree: Path, patch: Path):
     return cp.returncode, (cp.stdout + cp.stderr).strip()
 
 
+def time_left(results: list, total: int) -> str:
+    """After the first patch's full build, the rest are incremental: their
+    mean so far times the patches left."""
+    incremental = [r["build_seconds"] for r in results[1:] if "build_seconds" in r]
+    if not incremental:
+        return ""
+    left = sum(incremental) / len(incremental) * (total - len(results))
+    return f" (about {minutes(left)} left)"
+
+
 def _build(out: Path) -> dict:
     src = kernel_source()
     tree, log = out / "src", out / "check.log"
@@ -72,7 +82,8 @@ def _build(out: Path) -> dict:
     results, make = [], None
     patches = read_series(SERIES)
     for i, patch in enumerate(patches, 1):
-        print(f"[{LABEL}] patch {i}/{len(patches)}: {patch.name}", flush=True)
+        print(f"[{LABEL}] patch {i}/{len(patches)}: {patch.name}{time_left(results, len(patches))}",
+              flush=True)
         result = _check_one(tree, patch, log)
         results.append(result)
         if not result["applies"]:

@@ -95,3 +95,10 @@ def test_independent_builds_run_together_and_a_failure_is_raised_after_all_end(t
     with pytest.raises(BuildError, match=r"\[b\] `sh -c touch .*` failed with status 3"):
         together(first, failing)
     assert (tmp_path / "a.done").read_text() == "done\n"    # the other one ran to its end
+
+
+def test_the_series_check_says_the_time_left_from_its_incremental_builds():
+    from rig.artifacts.series_check import time_left
+    assert time_left([{"build_seconds": 600.0}], 11) == ""     # only the full build so far
+    done = [{"build_seconds": 600.0}, {"build_seconds": 40.0}, {"build_seconds": 20.0}]
+    assert time_left(done, 11) == " (about 4m00s left)"          # 8 patches at 30 s
