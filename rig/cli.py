@@ -11,17 +11,9 @@ from rig import boot_options, paths, rundir
 
 def cmd_build(args) -> int:
     from rig.artifacts import built as artifacts
-    from rig.artifacts.runner import together
     targets = args.what
     if "all" in targets:
         targets = ["kernel", "qemu", "initramfs"]
-    if "kernel" in targets and "qemu" in targets:
-        # Independent steps at once: QEMU's fetch, configure and link run
-        # while a kernel compiles (kernel compiles take the host in turn).
-        together(lambda: artifacts.qemu(build=True, force=args.force),
-                 *[functools.partial(artifacts.kernel, flavor, build=True, force=args.force)
-                   for flavor in args.flavor])
-        targets = [t for t in targets if t not in ("kernel", "qemu")]
     for what in targets:
         if what == "kernel":
             for flavor in args.flavor:

@@ -1,6 +1,4 @@
 """Run a long build command with its output in a log and progress on stdout."""
-import concurrent.futures
-import contextlib
 import os
 import re
 import signal
@@ -8,7 +6,7 @@ import subprocess
 import time
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence, Set, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 PROGRESS_EVERY_S = 20.0
 
@@ -89,29 +87,6 @@ def _wait_reporting(proc, label, log, start, progress) -> int:
             next_report += PROGRESS_EVERY_S
 
 
-# The build commands running now, in any thread: together() kills them all
-# when the main thread is interrupted.
-_running: Set[subprocess.Popen] = set()
-
-
-def together(*builds: Callable[[], object]) -> None:
-    """Run independent build steps at once (QEMU beside a kernel: the one's
-    source fetch, configure and link run while the other compiles), each in
-    a thread; the first failure is raised once all have ended. Interrupted,
-    every build command still running is killed with its children."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(builds)) as pool:
-        futures = [pool.submit(build) for build in builds]
-        try:
-            concurrent.futures.wait(futures)
-        except BaseException:
-            for proc in list(_running):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-            raise
-    for future in futures:
-        future.result()
-
-
 def run_logged(label: str, argv: Sequence[str], log: Path, cwd: Optional[Path] = None,
                env: Optional[dict] = None,
                progress: Optional[Progress] = None) -> None:
@@ -125,15 +100,12 @@ def run_logged(label: str, argv: Sequence[str], log: Path, cwd: Optional[Path] =
         proc = subprocess.Popen(list(argv), cwd=cwd, env=full_env, stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
-        _running.add(proc)
         try:
             rc = _wait_reporting(proc, label, log, start, progress)
         except BaseException:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             raise
-        finally:
-            _running.discard(proc)
     if rc != 0:
         raise BuildError(f"[{label}] `{' '.join(argv[:3])} ...` failed with status {rc}; "
                          f"full log: {log}\n--- last lines ---\n{tail(log)}")

@@ -76,27 +76,6 @@ def test_the_plan_of_the_real_tree_is_within_ten_percent_of_its_build():
     assert abs(plan - done) <= done // 10, f"plan {plan}, build {done} objects and directories"
 
 
-def test_independent_builds_run_together_and_a_failure_is_raised_after_all_end(tmp_path):
-    from rig.artifacts.runner import BuildError, run_logged, together
-    log = tmp_path / "log"
-
-    def meets(me: str, other: str) -> str:
-        """Mark that this build runs, then wait (up to 20 s) for the other:
-        one after the other, the first would never see it."""
-        return (f"touch {tmp_path}/{me}; i=0; while [ ! -e {tmp_path}/{other} ]; do "
-                f"i=$((i+1)); [ $i -gt 200 ] && exit 9; sleep 0.1; done")
-
-    def first():
-        run_logged("a", ["sh", "-c", meets("a", "b") + f"; echo done > {tmp_path}/a.done"], log)
-
-    def failing():
-        run_logged("b", ["sh", "-c", meets("b", "a") + "; exit 3"], log)
-
-    with pytest.raises(BuildError, match=r"\[b\] `sh -c touch .*` failed with status 3"):
-        together(first, failing)
-    assert (tmp_path / "a.done").read_text() == "done\n"    # the other one ran to its end
-
-
 def test_the_series_check_says_the_time_left_from_its_incremental_builds():
     from rig.artifacts.series_check import time_left
     assert time_left([{"build_seconds": 600.0}], 11) == ""     # only the full build so far
