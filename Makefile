@@ -84,7 +84,9 @@ demo: deps
 	@$(RIG) demo
 
 # pytest-xdist workers, one per core: boots on the icount clock run side by side,
-# a real-time boot holds the host alone (rig/vm/hostshare.py).
+# a real-time boot holds the host alone (rig/vm/hostshare.py). Each file's tests
+# go to one worker (--dist loadfile), so tests of a file that make the same
+# icount request judge one run (scenarios/conftest.py, SHARED_RUNS).
 WORKERS ?= $(shell nproc)
 
 # Every run leaves its results where CI reads them: JUnit XML, KTAP and JSON.
@@ -92,7 +94,7 @@ JUNIT ?= runs/junit.xml
 
 test: build tools-check libvirtd
 	@mkdir -p $(dir $(JUNIT)); rm -f $(JUNIT); status=0; \
-	$(PYTEST) -v -n $(WORKERS) --junitxml=$(JUNIT) $(PYTEST_ARGS) || status=$$?; \
+	$(PYTEST) -v -n $(WORKERS) --dist loadfile --junitxml=$(JUNIT) $(PYTEST_ARGS) || status=$$?; \
 	$(RIG) results $(JUNIT) || status=$$((status ? status : 2)); exit $$status
 
 unit: deps tools-check
