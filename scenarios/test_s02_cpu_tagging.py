@@ -12,7 +12,7 @@ import re
 import pytest
 
 from rig.evidence.properties import (assert_export_tagged,
-                                     assert_written_by_its_cpu_or_handed)
+                                     assert_written_by_its_cpu_or_handed, printed_records)
 from rig.rigprintk import mask, parse_tag
 
 # Deterministic (-icount): without it a host that deschedules the printer's
@@ -29,7 +29,7 @@ def test_s2_cpu_field(rig_run, flavor, lacks):
     # context on both CPUs: 2 x (30 + 1 + 1).
     ev = rig_run(flavor, "S2", "run,kmsg,exports", flood_count=30, flood_emerg_every=5, flood_len=20,
                  irq_cpus=mask([0, 1]), nmi_cpus=mask([0, 1]))
-    lines = [ln for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
+    lines = printed_records(ev)
     bad = [ln for ln in lines if not CPU_FIELD.match(ln.raw)]
     assert not bad, (f"CPU tagging: console line {bad[0].lineno} has no CPU field: "
                      f"{bad[0].raw[:80]!r} ({len(bad)} of {len(lines)}; {ev.where()})")

@@ -24,7 +24,8 @@ from collections import Counter
 
 import pytest
 
-from rig.evidence.properties import assert_immediate, assert_written_by_its_cpu_or_handed
+from rig.evidence.properties import (assert_immediate, assert_written_by_its_cpu_or_handed,
+                                     printed_records)
 from rig.rigprintk import mask, parse_tag
 
 pytestmark = [pytest.mark.boots, pytest.mark.emergency, pytest.mark.golden]
@@ -42,7 +43,7 @@ def test_s21_continued_records_are_whole_once_with_their_cpu(rig_run, flavor, li
                  flood_wait=False, flood_backlog_ms=5)
     pieces = [r for r in ev.kmsg if PIECE.match(r.text)]
     assert pieces, f"continuation records: none in /dev/kmsg ({ev.where()})"
-    lines = [ln for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
+    lines = printed_records(ev)
     # A record split by another CPU's record in between leaves pieces of
     # equal text (the first piece of two tags): as many lines as records.
     records_of = Counter(r.text.strip() for r in pieces)

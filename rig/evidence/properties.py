@@ -368,6 +368,12 @@ def ousted_writer_keeps_off(ev: Evidence, expect_takeover: bool):
             f"({ev.where()})")
 
 
+def printed_records(ev: Evidence):
+    """The console lines that are records: the console's own notes (a replay
+    after a takeover, a dropped count) are not."""
+    return [ln for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
+
+
 def console_record_lines(ev: Evidence, levels, cpu: Optional[str] = None):
     """The lines the console must show for the /dev/kmsg dump's records of
     the given levels (and of that CPU field, if given): (record seq, text),
@@ -393,7 +399,7 @@ def records_once_in_order(ev: Evidence, console_loglevel: int = 7,
     The emergency records (levels below overtaking_below) overtake the
     backlog, each written by its own CPU: they are in order among those of
     their CPU."""
-    have = [ln for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
+    have = printed_records(ev)
     emergency = range(overtaking_below)
     groups = [(emergency, cpu) for cpu in sorted({record_cpu(r) for r in ev.kmsg
                                                   if r.level in emergency}, key=str)]
@@ -583,12 +589,6 @@ def panic_complete(ev: Evidence, panic: str):
         return failed("no backtrace between panic and its end")
     if not any("<NMI>" in t for t in between):
         return failed("the backtrace does not show the NMI context")
-
-
-def printed_records(ev: Evidence):
-    """The console lines that are records: the console's own notes (a replay
-    after a takeover, a dropped count) are not."""
-    return [ln for ln in ev.transcript.lines if ln.dropped is None and not ln.replay]
 
 
 @named("panic timeout")
