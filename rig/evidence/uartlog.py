@@ -139,6 +139,12 @@ def impossible(rec: Record, cpus: Optional[int], prev_ns: int) -> Optional[str]:
     return None
 
 
+def record(seq: int, vtime: int, cpu: int, reg: int, flags: int, value: int) -> Record:
+    """A record decoded from its fields as the file holds them."""
+    return Record(seq, vtime, None if cpu == NO_CPU else cpu, REG_NAMES.get(reg) or f"reg{reg}",
+                  flags, value)
+
+
 def iter_records(data: bytes, header: Header,
                  cpus: Optional[int] = None) -> Iterator[Record]:
     """The records, each checked; cpus: the machine's vCPU count where the
@@ -157,8 +163,7 @@ def iter_records(data: bytes, header: Header,
             raise UartLogError(f"record at offset {off} has seq {seq}, expected {expected}: "
                                "records missing or corrupted")
         expected += 1
-        rec = Record(seq, vtime, None if cpu == NO_CPU else cpu,
-                     REG_NAMES.get(reg, f"reg{reg}"), flags, value)
+        rec = record(seq, vtime, cpu, reg, flags, value)
         why = impossible(rec, cpus, prev_ns)
         if why:
             raise UartLogError(f"record {seq} at offset {off} cannot be: {why} "
@@ -180,9 +185,8 @@ def plausible(rows: List[tuple], cpus: Optional[int]) -> bool:
     # A marker's value is not checked: leave it out, or every marker is distinct.
     kinds = {(cpu, reg, flags, value if REG_NAMES.get(reg) != "MARKER" else 0)
              for _, _, cpu, reg, flags, value in rows}
-    return all(reg in REG_NAMES and impossible(
-        Record(0, 0, None if cpu == NO_CPU else cpu, REG_NAMES[reg], flags, value),
-        cpus, 0) is None for cpu, reg, flags, value in kinds)
+    return all(impossible(record(0, 0, cpu, reg, flags, value), cpus, 0) is None
+               for cpu, reg, flags, value in kinds)
 
 
 def parse(data: bytes, cpus: Optional[int] = None) -> UartLog:
@@ -192,9 +196,7 @@ def parse(data: bytes, cpus: Optional[int] = None) -> UartLog:
     rows = list(RECORD.iter_unpack(body)) if len(body) % header.record_size == 0 else None
     if rows is None or not plausible(rows, known):
         return UartLog(header, list(iter_records(data, header, cpus)))    # raises, naming it
-    return UartLog(header, [Record(seq, vtime, None if cpu == NO_CPU else cpu, REG_NAMES[reg],
-                                   flags, value)
-                            for seq, vtime, cpu, reg, flags, value in rows])
+    return UartLog(header, [record(*row) for row in rows])
 
 
 def read(path: Union[str, Path], cpus: Optional[int] = None) -> UartLog:
@@ -208,9 +210,6 @@ def read(path: Union[str, Path], cpus: Optional[int] = None) -> UartLog:
             if parse_header(f.read(HEADER.size)).version >= 2:
                 cpus = None         # the header says; one parse serves every reader
         return _read(str(p.resolve()), st.st_size, st.st_mtime_ns, cpus)
-    except FileNotFoundError:
-        p.read_bytes()          # the OSError of a missing file, as before
-        raise
     except UartLogError as e:
         raise UartLogError(f"{p}: {e}") from None
 
