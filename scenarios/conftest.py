@@ -47,7 +47,6 @@ def rig_boot(request):
         test made (SHARED_RUNS), judged as this test's own."""
         if reuse is not None:
             result = reuse
-            shared[result.run_dir].append(request.node)
             request.node.user_properties.append(("run_shared", str(result.run_dir)))
         else:
             if req.lock_timeout_s is None:
@@ -157,6 +156,7 @@ def rig_run(rig_boot, request):
         key = shared_key(req, expect)
         if key is not None and key in runs:
             ev = runs[key]
+            request.config.stash[SHARED_RUNS][ev.result.run_dir].append(request.node)
             rig_boot(req, reuse=ev.result)
         else:
             result = rig_boot(req)
@@ -179,7 +179,8 @@ def rig_run(rig_boot, request):
 # Runs on the icount clock are deterministic: an identical request gives
 # byte-identical evidence, so a test whose request another test of this
 # worker made already judges that run instead of booting it again (S4 and
-# S5, S24's two tests). run directory -> the tests that judged it.
+# S5, S23's and S24's two tests). rig_run keeps both: run directory -> the
+# tests that judged it, and request -> the run's Evidence.
 SHARED_RUNS = pytest.StashKey[dict]()
 SHARED_EVIDENCE = pytest.StashKey[dict]()
 

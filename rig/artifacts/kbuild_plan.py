@@ -93,8 +93,5 @@ def top_directories(tree: Path, config: Dict[str, str], arch: str) -> list:
 def planned_commands(tree: Path, config_file: Path, arch: str = "x86") -> int:
     """The number of CC and AR commands the tree's build will run, estimated."""
     config, seen = read_config(config_file), set()
-    objects, dirs = count(tree, config, arch, seen)
-    for directory in top_directories(tree, config, arch):
-        o, d = count(directory, config, arch, seen)
-        objects, dirs = objects + o, dirs + d
-    return objects + dirs
+    return sum(sum(count(directory, config, arch, seen))
+               for directory in [tree] + top_directories(tree, config, arch))
