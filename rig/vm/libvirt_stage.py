@@ -105,6 +105,16 @@ def run_stage(name: str) -> Path:
     return stage
 
 
+def stage_output(path: Path, stage: Path) -> None:
+    """A copy in stage, as QEMU's user's, of a file the run directory
+    already holds (a restore's evidence up to the snapshot point, which QEMU
+    appends to; init's parameters, which it reads)."""
+    if path.is_file() and not path.is_symlink():
+        staged = stage / path.name
+        shutil.copyfile(path, staged)
+        os.chown(staged, *qemu_ids())
+
+
 def collect(run_dir: Path, stage: Path) -> None:
     """Replace the run directory's symlinks into stage by the files, then
     remove stage."""

@@ -88,8 +88,13 @@ class LibvirtMachine(Machine):
             sock.unlink(missing_ok=True)
             sock.symlink_to(self.stage_dir / f"{name}.sock")
         for name in STAGED_OUTPUT:
+            # A restore's evidence starts with the template's: QEMU appends.
+            libvirt_stage.stage_output(run_dir / name, self.stage_dir)
             (run_dir / name).unlink(missing_ok=True)
             (run_dir / name).symlink_to(self.stage_dir / name)
+        if self.cfg.fw_cfg_args:
+            # The scenario's parameters a restored init reads through fw_cfg.
+            libvirt_stage.stage_output(Path(self.cfg.fw_cfg_args), self.stage_dir)
         moves[str(run_dir)] = str(self.stage_dir)
         # Exact paths first, then the run directory as a prefix.
         return [next((a.replace(old, new) for old, new in moves.items() if old in a), a)
@@ -121,7 +126,8 @@ class LibvirtMachine(Machine):
                                        searchwindowsize=16384)
         self.sock = None
         self.child.logfile_read = self.tally
-        self.dom.resume()
+        if not self.cfg.restore:        # a restore's prelude loads the state, then runs it
+            self.dom.resume()
 
     def _qemu_pid(self) -> Optional[int]:
         """libvirtd's pid file of the domain (local URIs; None elsewhere)."""

@@ -18,8 +18,11 @@ depend on host timing. QMP `migrate` to a file descriptor the harness
 opened and passed (getfd: QEMU's sandbox forbids spawning) saves it. A
 restore is a QEMU with the same machine plus `-incoming defer`;
 `migrate-incoming` from a passed descriptor loads the state, `cont` runs
-it. The run directory starts with the template's console.log, uart.log and side.bin, which the restored QEMU
-appends to: a transcript and a register log whole from the first byte.
+it. The libvirt backend restores the same way: its domain passes
+-incoming defer on to QEMU, and the harness loads the state through the
+rig's QMP socket. The run directory starts with the template's console.log,
+uart.log and side.bin, which the restored QEMU appends to: a transcript and
+a register log whole from the first byte.
 """
 import os
 import shutil
@@ -61,9 +64,11 @@ def split_cmdline(cmdline: str) -> Tuple[str, str]:
 
 
 def why_not(req, backend_name: str) -> Optional[str]:
-    """Why this boot cannot start from a snapshot, or None if it can."""
-    if backend_name != "direct":
-        return f"the {backend_name} backend builds its own QEMU command line"
+    """Why this boot cannot start from a snapshot, or None if it can. Both
+    backends restore: the libvirt backend's QEMU takes the same -incoming
+    defer and loads the state through the rig's QMP socket (a local host)."""
+    if backend_name not in ("direct", "libvirt"):
+        return f"the {backend_name} backend cannot load a saved state"
     if req.warm_reset:
         return "a warm reset would boot the restoring QEMU's -kernel/-append again"
     if req.initramfs:
