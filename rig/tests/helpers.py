@@ -63,7 +63,8 @@ def wait_for_hang_step(runs: Path) -> int:
     return wait_for_hang_step_of(wait_for_qemu(runs))
 
 
-def boot_and_signal_qemu(name: str, flavor: str, sig: int, snapshot: bool = False) -> BootResult:
+def boot_and_signal_qemu(name: str, flavor: str, sig: int, snapshot: bool = False,
+                         clock: str = "host") -> BootResult:
     """Boot (or restore, with snapshot) into rig-init's hang step, then send
     QEMU sig from outside the harness."""
     run_dir = new_run_dir(name, flavor)
@@ -71,7 +72,7 @@ def boot_and_signal_qemu(name: str, flavor: str, sig: int, snapshot: bool = Fals
                          daemon=True)
     t.start()
     res = boot(BootRequest(flavor=flavor, cmdline="rig.hang=1", init_timeout_s=HANG_STEP_S,
-                           run_dir=run_dir, snapshot=snapshot))
+                           run_dir=run_dir, snapshot=snapshot, clock=clock))
     t.join(5)
     return res
 

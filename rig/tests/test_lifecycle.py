@@ -18,6 +18,8 @@ pytestmark = pytest.mark.boots
 FLAVOR = "vanilla"
 # The exit classes do not depend on how the guest got to init: these runs
 # start from init's snapshot (the boot itself is S1's and test_snapshot's).
+# Nor on the clock: those that wait for no timeout run on the icount clock,
+# which shares the host, instead of holding it alone on the host's.
 
 
 def test_hang_is_reported_with_its_phase_and_last_console_lines():
@@ -38,7 +40,7 @@ def test_hang_is_reported_with_its_phase_and_last_console_lines():
 
 def test_panic_is_its_own_class():
     res = boot(BootRequest(flavor=FLAVOR, cmdline="rig.panic=1", name="lifecycle-panic",
-                           snapshot=True))
+                           clock="icount", snapshot=True))
     assert res.outcome.cls == "panic", res.outcome.detail
     assert "GUEST_PANICKED" in res.outcome.events
     assert b"Kernel panic - not syncing" in res.console
@@ -48,7 +50,7 @@ def test_failed_step_is_a_guest_error_that_names_the_step_and_why():
     # The module's run fails: its second console has no UART on this machine.
     res = boot(BootRequest(flavor=FLAVOR, cmdline="rig.steps=kmsg,run "
                            "rigprintk.second_console=early", name="lifecycle-fail",
-                           snapshot=True))
+                           clock="icount", snapshot=True))
     assert res.outcome.cls == "guest-error", res.outcome.detail
     assert res.outcome.detail.startswith("init reported: step failed: "), res.outcome.detail
     assert res.outcome.detail.endswith("rig-init: step run: /sys/module/rigprintk/parameters/"
@@ -57,7 +59,8 @@ def test_failed_step_is_a_guest_error_that_names_the_step_and_why():
 
 
 def test_qemu_dying_by_a_signal_is_a_qemu_crash():
-    res = boot_and_signal_qemu("lifecycle-crash", FLAVOR, signal.SIGSEGV, snapshot=True)
+    res = boot_and_signal_qemu("lifecycle-crash", FLAVOR, signal.SIGSEGV, snapshot=True,
+                               clock="icount")
     assert res.outcome.cls == "qemu-crash", res.outcome.detail
     assert res.outcome.signal == "SIGSEGV"
 

@@ -152,7 +152,8 @@ def test_baud_model_1000_bytes_take_their_wire_time():
 
 def test_baud_model_off_transmits_at_once():
     res = boot(BootRequest(flavor="vanilla", cmdline="rig.steps=line rig.line_len=1000",
-                           baud_model=False, name="uart-nobaud", snapshot=True))
+                           baud_model=False, clock="icount", name="uart-nobaud",
+                           snapshot=True))
     assert res.outcome.cls == "clean", res.outcome.detail
     dur, n = line_write(uartlog.read(res.run_dir / "uart.log"))
     assert n == 1000 and dur < 0.5 * 1000 * uartlog.char_time_ns(115200)
@@ -182,7 +183,7 @@ def nmi_indexes(log):
 
 def test_nmi_trigger_fires_after_byte_n_of_a_marked_line():
     res = boot(BootRequest(flavor="vanilla", cmdline="rig.steps=line,sleep rig.sleep_ms=200",
-                           uart_props=NMI_AT_LINE, name="uart-nmi"))
+                           uart_props=NMI_AT_LINE, name="uart-nmi", snapshot=True))
     assert res.outcome.cls == "clean", res.outcome.detail
     log = uartlog.read(res.run_dir / "uart.log")
     nmi = assert_fired_at_byte_100(log, nmi_indexes(log)[0])
@@ -241,14 +242,16 @@ def test_nmi_trigger_is_rearmed_over_qmp(tmp_path):
 
 
 def test_log_survives_a_guest_panic():
-    res = boot(BootRequest(flavor="vanilla", cmdline="rig.panic=1", name="uart-panic"))
+    res = boot(BootRequest(flavor="vanilla", cmdline="rig.panic=1", name="uart-panic",
+                           clock="icount", snapshot=True))
     assert res.outcome.cls == "panic", res.outcome.detail
     thr = uartlog.read(res.run_dir / "uart.log").thr_bytes()
     assert b"Kernel panic - not syncing" in thr and thr == res.console
 
 
 def test_log_survives_sigkill_of_qemu():
-    res = boot_and_signal_qemu("uart-sigkill", "vanilla", signal.SIGKILL)
+    res = boot_and_signal_qemu("uart-sigkill", "vanilla", signal.SIGKILL, snapshot=True,
+                               clock="icount")
     assert res.outcome.cls == "qemu-crash" and res.outcome.signal == "SIGKILL"
     thr = uartlog.read(res.run_dir / "uart.log").thr_bytes()
     assert b"step hang" in thr and thr == res.console
