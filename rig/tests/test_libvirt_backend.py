@@ -97,7 +97,10 @@ def libvirt_backend(monkeypatch):
                                           "guest-error"),
                                          ("rig.hang=1", "hang")])
 def test_exit_classes_through_libvirt(libvirt_backend, cmdline, cls):
+    # Restored from init's snapshot; on the icount clock, which shares the
+    # host, except the hang, whose timeout is real time.
     res = boot(BootRequest(flavor=FLAVOR, cmdline=cmdline, init_timeout_s=5,
+                           clock="host" if cls == "hang" else "icount", snapshot=True,
                            name=f"libvirt-{cls}"))
     assert res.outcome.cls == cls, res.outcome.detail
     assert res.summary["backend"] == "libvirt"
