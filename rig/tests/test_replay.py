@@ -1,7 +1,9 @@
-"""Replay on real boots: a deterministic panic run is a self-describing
-bundle that `rig replay` reproduces byte for byte; --gdb stops it for a real
-gdb, which breaks on panic() and lets it go on (identical up to the
-breakpoint); a missing input is named with its rebuild command."""
+"""Replay on real boots: a deterministic panic run, restored from init's
+snapshot as the scenarios' are, is a self-describing bundle that `rig
+replay` reproduces byte for byte; so is one booted from the firmware; --gdb
+stops it for a real gdb, which breaks on panic() and lets it go on
+(identical up to the breakpoint); a missing input is named with its rebuild
+command."""
 import json
 import re
 import shutil
@@ -34,7 +36,7 @@ def runs_in_tmp(tmp_path, monkeypatch):
 def panic_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("bundle") / "run"
     result = boot(BootRequest(flavor="patched", name="replay-panic", cmdline=PANIC_IN_NMI,
-                              clock="icount", run_dir=d))
+                              clock="icount", snapshot=True, run_dir=d))
     assert result.outcome.cls == "panic", result.outcome.detail
     return d
 
@@ -42,9 +44,13 @@ def panic_run(tmp_path_factory):
 def test_every_run_directory_is_a_self_describing_bundle(panic_run):
     b = bundle.load(panic_run)
     assert b["argv"][0].endswith("qemu-system-x86_64") and "-icount" in b["argv"]
-    assert b["cmdline"].endswith(PANIC_IN_NMI.split()[-1])
+    # The boot's kernel command line stops at the snapshot point; the
+    # scenario's parameters reached init through fw_cfg.
+    assert b["cmdline"].endswith("rig.snapshot=1")
+    assert b["request"]["cmdline"] == PANIC_IN_NMI
     assert b["determinism"]["icount_shift"] == b["machine"]["icount_shift"]
-    assert set(b["inputs"]) == {"qemu", "kernel", "initramfs"}
+    # The saved VM is one more input.
+    assert set(b["inputs"]) == {"qemu", "kernel", "initramfs", "snapshot"}
     assert b["inputs"]["initramfs"]["module_sha256"]
     assert b["outcome"] == "panic" and b["rig"]["commit"]
     for name in bundle.EVIDENCE:
@@ -58,13 +64,13 @@ def test_replay_of_a_panic_run_is_byte_identical(panic_run, capsys):
     assert "IDENTICAL: 3 of 3 evidence files" in out and "replayed panic" in out
 
 
-def test_replay_of_a_restored_panic_run_is_byte_identical(tmp_path, capsys):
-    """The scenarios start from a snapshot: the saved VM is one more input."""
-    d = tmp_path / "restored"
-    result = boot(BootRequest(flavor="patched", name="replay-restored", cmdline=PANIC_IN_NMI,
-                              clock="icount", snapshot=True, run_dir=d))
+def test_replay_of_a_booted_panic_run_is_byte_identical(tmp_path, capsys):
+    """A run booted from the firmware (--snapshot off) replays from the firmware."""
+    d = tmp_path / "booted"
+    result = boot(BootRequest(flavor="patched", name="replay-booted", cmdline=PANIC_IN_NMI,
+                              clock="icount", run_dir=d))
     assert result.outcome.cls == "panic", result.outcome.detail
-    assert "snapshot" in bundle.load(d)["inputs"]
+    assert set(bundle.load(d)["inputs"]) == {"qemu", "kernel", "initramfs"}
     rc = replay.replay(d)
     out = capsys.readouterr().out
     assert rc == 0, out

@@ -10,7 +10,8 @@ console line or the register-log record it falls in.
 
 --gdb starts QEMU paused with its gdb stub and no phase timeouts, so that a
 developer can attach (`gdb vmlinux -ex 'target remote :PORT'`), set a
-breakpoint on panic and continue to it.
+breakpoint on panic and continue to it. A restored run opens the stub once
+the saved VM is loaded: the debugger starts at init's snapshot point.
 """
 import sys
 from dataclasses import dataclass
@@ -137,14 +138,17 @@ def replay(where: Path, gdb_port: Optional[int] = None, live=None, out=None) -> 
     prelude = None
     if "snapshot" in inputs:
         # A restored run: the same saved VM (by sha256), its logs as prefixes.
-        cfg, phases, prelude = snapshot.restore_plan(inputs["snapshot"].parent, cfg, phases)
+        # With --gdb its stub opens once the state is loaded.
+        cfg, phases, prelude = snapshot.restore_plan(inputs["snapshot"].parent, cfg, phases,
+                                                     gdb_port)
     # Most specific first: the QMP socket may lie inside the old run directory.
     mapping = {b["qmp_socket"]: str(cfg.qmp_socket)}
     mapping.update({b["inputs"][r]["path"]: str(p) for r, p in inputs.items()})
     mapping[b["run_dir"]] = str(run_dir)
     argv = substitute(b["argv"], mapping)
     if gdb_port is not None:
-        argv += ["-S", "-gdb", f"tcp:127.0.0.1:{gdb_port}"]
+        if prelude is None:
+            argv += ["-S", "-gdb", f"tcp:127.0.0.1:{gdb_port}"]
         phases = [Phase(p.name, p.until, NO_TIMEOUT_S, p.panic_ends_it) for p in phases]
         vmlinux = paths.kernel_build_of(inputs["kernel"]) / "vmlinux"
         print(f"[replay] QEMU starts paused with its gdb stub on 127.0.0.1:{gdb_port}; "

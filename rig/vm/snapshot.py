@@ -198,8 +198,12 @@ def template(flavor: str, cfg: MachineConfig, inputs: Dict[str, str], slow: floa
     return manifest
 
 
-def restore_prelude(vmstate: Path, triggers: Dict[str, str]) -> Callable[[Machine], None]:
-    """Load the saved state into the waiting QEMU, arm the triggers, run."""
+def restore_prelude(vmstate: Path, triggers: Dict[str, str],
+                    gdb_port: Optional[int] = None) -> Callable[[Machine], None]:
+    """Load the saved state into the waiting QEMU, arm the triggers, run;
+    with gdb_port, open the gdb stub there instead and leave the VM paused
+    for gdb's `continue` (a stub that listened from QEMU's start would let a
+    debugger in before the state is loaded)."""
     def prelude(m: Machine) -> None:
         # After an incoming migration QEMU announces the guest's NICs on a
         # host-clock timer for about a second, and under -icount a pending
@@ -219,15 +223,21 @@ def restore_prelude(vmstate: Path, triggers: Dict[str, str]) -> Callable[[Machin
                 value = int(triggers[prop]) if prop in INT_PROPS else triggers[prop]
                 m.qmp.execute("qom-set", {"path": CONSOLE_UART_QOM, "property": prop,
                                           "value": value})
-        m.qmp.execute("cont")
+        if gdb_port is None:
+            m.qmp.execute("cont")
+        else:
+            m.qmp.execute("human-monitor-command",
+                          {"command-line": f"gdbserver tcp:127.0.0.1:{gdb_port}"})
     return prelude
 
 
-def restore_plan(snap_dir: Path, cfg: MachineConfig, phases: List[Phase]
+def restore_plan(snap_dir: Path, cfg: MachineConfig, phases: List[Phase],
+                 gdb_port: Optional[int] = None
                  ) -> Tuple[MachineConfig, List[Phase], Callable[[Machine], None]]:
     """cfg, phases and prelude of a boot that restores the template in
     snap_dir: the run directory starts with its evidence, init gets the
-    scenario's parameters from fw_cfg, and the boot's phases start at init."""
+    scenario's parameters from fw_cfg, and the boot's phases start at init
+    (with gdb_port, once a debugger continues the loaded VM)."""
     run_dir = rundir.make_private(cfg.run_dir)
     for name in PREFIXES:
         try:
@@ -240,5 +250,6 @@ def restore_plan(snap_dir: Path, cfg: MachineConfig, phases: List[Phase]
     args = RunDir(run_dir).write_text(RunDir.SNAPSHOT_ARGS, scenario + "\n")
     rcfg = replace(template_config(cfg, run_dir, args), restore=str(snap_dir / "vmstate"))
     rest = [p for p in phases if p.name not in ("firmware", "kernel")]
-    return rcfg, rest, restore_prelude(snap_dir / "vmstate", trigger_props(cfg.uart_props))
+    return rcfg, rest, restore_prelude(snap_dir / "vmstate", trigger_props(cfg.uart_props),
+                                       gdb_port)
 
