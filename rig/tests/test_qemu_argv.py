@@ -47,6 +47,11 @@ def test_second_uart_only_when_asked():
     assert "file,id=con2,path=/runs/r1/console2.log" in value_after(argv, "-chardev")
     assert ("rig-serial,id=uart2,chardev=con2,index=2,iobase=0x3e8,irq=5,marker-iobase=0x4f8,"
             "log=/runs/r1/uart2.log,baud-model=off") in value_after(argv, "-device")
+    # A restore appends to the template's logs, the second UART's too.
+    argv = build_argv(cfg(second_uart=True, restore="/s/vmstate"))
+    assert "file,id=con2,path=/runs/r1/console2.log,append=on" in value_after(argv, "-chardev")
+    assert any(d.startswith("rig-serial,id=uart2,") and d.endswith(",log-append=on")
+               for d in value_after(argv, "-device"))
 
 
 def test_cmdline_carries_console_and_extra_params():

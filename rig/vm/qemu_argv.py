@@ -93,9 +93,11 @@ def kernel_cmdline(extra: str) -> str:
 def second_uart_args(cfg: MachineConfig) -> List[str]:
     if not cfg.second_uart:
         return []
-    return ["-chardev", f"file,id=con2,path={cfg.run.console2_log}",
+    return ["-chardev", f"file,id=con2,path={cfg.run.console2_log}" +
+            (",append=on" if cfg.restore else ""),
             "-device", SECOND_UART.format(log=cfg.run.uart2_log) +
-            ("" if cfg.baud_model else ",baud-model=off")]
+            ("" if cfg.baud_model else ",baud-model=off") +
+            (",log-append=on" if cfg.restore else "")]
 
 
 def build_argv(cfg: MachineConfig, firmware_dirs: Sequence[Path] = paths.FIRMWARE_DIRS) -> List[str]:

@@ -21,7 +21,8 @@ restore is a QEMU with the same machine plus `-incoming defer`;
 it. The libvirt backend restores the same way: its domain passes
 -incoming defer on to QEMU, and the harness loads the state through the
 rig's QMP socket. The run directory starts with the template's console.log,
-uart.log and side.bin, which the restored QEMU appends to: a transcript and
+uart.log and side.bin (and console2.log and uart2.log of a machine with the
+second console UART), which the restored QEMU appends to: a transcript and
 a register log whole from the first byte.
 """
 import os
@@ -45,7 +46,13 @@ SCENARIO_PARAMS = ("rig.", "rigprintk.")
 # load, the target and offset before the properties that arm the trigger.
 TRIGGER_PROPS = ("nmi-cpu", "nmi-pattern-offset", "nmi-pattern", "nmi-after-thr")
 INT_PROPS = ("nmi-cpu", "nmi-pattern-offset", "nmi-after-thr")
-PREFIXES = RunDir.EVIDENCE
+
+
+def prefixes(second_uart: bool) -> Tuple[str, ...]:
+    """The evidence files a restore starts with: the template boot's."""
+    return RunDir.EVIDENCE + (RunDir.SECOND_CONSOLE_EVIDENCE if second_uart else ())
+
+
 RECIPE = "v2: init's snapshot point, stop-marker, migrate to a passed fd"
 LOAD_TIMEOUT_S = 60.0
 MIGRATE_TIMEOUT_S = 120.0
@@ -73,8 +80,6 @@ def why_not(req, backend_name: str) -> Optional[str]:
         return "a warm reset would boot the restoring QEMU's -kernel/-append again"
     if req.initramfs:
         return f"the {req.initramfs} initramfs boots its own way"
-    if req.second_uart:
-        return "the template machine has no second console UART"
     if req.accel != "tcg":
         return "templates are made under TCG"
     return None
@@ -100,7 +105,8 @@ def template_step(flavor: str, cfg: MachineConfig, inputs: Dict[str, str]) -> St
         (f"icount shift {cfg.icount_shift}, vCPU slice {VCPU_SLICE_NS} ns"
          if cfg.clock == ICOUNT_CLOCK
          else "no icount") +
-        f", baud model {'on' if cfg.baud_model else 'off'}",
+        f", baud model {'on' if cfg.baud_model else 'off'}" +
+        (", second console UART" if cfg.second_uart else ""),
         uart=",".join(f"{k}={v}" for k, v in sorted(machine_props(cfg.uart_props).items())),
         cmdline=boot_cmdline,
         recipe=sha256_bytes(RECIPE.encode())[:16],
@@ -179,13 +185,14 @@ def build_template(out: Path, cfg: MachineConfig, slow: float,
         wait_for_stop(m, timeout_s)
         stopped = time.monotonic() - t0
         save(m, out / "vmstate")
-    for name in PREFIXES:
+    evidence = prefixes(cfg.second_uart)
+    for name in evidence:
         src = boot_dir / name
         shutil.copyfile(src, out / name) if src.exists() else (out / name).write_bytes(b"")
     return {"vmstate": "vmstate", "vmstate_sha256": sha256_file(out / "vmstate"),
             "vmstate_bytes": (out / "vmstate").stat().st_size,
             "cmdline": tcfg.cmdline, "boot_to_stop_s": round(stopped, 3),
-            **{name: name for name in PREFIXES}}
+            **{name: name for name in evidence}}
 
 
 def template(flavor: str, cfg: MachineConfig, inputs: Dict[str, str], slow: float,
@@ -239,7 +246,7 @@ def restore_plan(snap_dir: Path, cfg: MachineConfig, phases: List[Phase],
     scenario's parameters from fw_cfg, and the boot's phases start at init
     (with gdb_port, once a debugger continues the loaded VM)."""
     run_dir = rundir.make_private(cfg.run_dir)
-    for name in PREFIXES:
+    for name in prefixes(cfg.second_uart):
         try:
             shutil.copyfile(snap_dir / name, RunDir(run_dir).file(name))
         except OSError as e:
