@@ -16,7 +16,7 @@ PACKAGES := \
 	python3 python3-pytest python3-pexpect python3-pytest-xdist python3-jsonschema python3-jinja2 gdb \
 	chromium libvirt-daemon-system libvirt-clients python3-libvirt
 
-.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check report libvirtd bench clean clean-cache
+.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check report libvirtd bench bench-commands bench-cold clean clean-cache
 
 help:
 	@echo "make demo        the patched kernel: an NMI's emergency line overtakes a backlog, live"
@@ -32,6 +32,7 @@ help:
 	@echo "make report [JUNIT=runs/junit.xml]  HTML page per kept run (verdicts, transcript, timeline) + index"
 	@echo "make libvirtd    start libvirtd (for pytest --backend libvirt) unless it runs"
 	@echo "make bench       printk latency/throughput (virtual time), time to verdict, rig diff speed (+ check)"
+	@echo "make bench-commands  what make demo and make test cost from a fresh clone (bench-cold: empty cache)"
 	@echo "make determinism-check  golden scenarios 10 times: byte-identical evidence?"
 	@echo "make clean       remove run directories;  make clean-cache  remove the build cache"
 
@@ -69,6 +70,15 @@ libvirtd: deps
 
 bench: build
 	@$(RIG) bench --check --page docs/measurements
+
+# What the README's two commands cost, from a fresh clone (docs/tools.md).
+bench-commands: deps
+	@$(RIG) bench --command "make demo" --page docs/measurements
+	@$(RIG) bench --command "make test" --page docs/measurements
+
+bench-cold: deps
+	@$(RIG) bench --command "make demo" --cold --page docs/measurements
+	@$(RIG) bench --command "make test" --cold --page docs/measurements
 
 report: deps
 	@$(RIG) report --junit $(or $(JUNIT),runs/junit.xml)

@@ -330,6 +330,9 @@ def cmd_bench(args) -> int:
     page_dir = Path(args.page) if args.page else None
     if args.from_json:
         return bench.show(Path(args.from_json), page_dir, args.check)
+    if args.command:
+        return bench.command(args.command, args.cold, Path(args.out) if args.out else
+                             paths.runs_root() / "bench.json", page_dir)
     return bench.main(args.lines, Path(args.out) if args.out else
                       paths.runs_root() / "bench.json", args.check, args.stress_records,
                       args.verdict_runs, args.verdict_workers, page_dir)
@@ -380,6 +383,12 @@ def add_bench(sub) -> None:
     p.add_argument("--from", dest="from_json", metavar="FILE",
                    help="measure nothing: show (and with --page write) the page of this "
                         "bench JSON file")
+    p.add_argument("--command", metavar="CMD",
+                   help="measure this shell command instead, from a fresh clone of HEAD "
+                        "(e.g. 'make test'), and add its wall time to the day's JSON and page")
+    p.add_argument("--cold", action="store_true",
+                   help="with --command: an empty build cache (ccache included), as on a "
+                        "new machine; the step times of its builds are recorded too")
     p.set_defaults(func=cmd_bench)
 
 

@@ -1,10 +1,12 @@
 """rig bench [--lines N] [--stress-records N] [--verdict-runs N] [--out FILE]
-[--page DIR] [--from FILE] [--check]: the printk figures of
+[--page DIR] [--from FILE] [--check] [--command CMD [--cold]]: the printk figures of
 rig.tools.bench.guest on both flavors in one run, the rig's own time to verdict
 (rig.tools.bench.verdict) and rig diff's speed (rig.tools.bench.diff), as JSON
 and the measurements page rendered from it (rig.tools.bench.page); --check
 exits 1 when the patched kernel breaks a promise of
-rig.tools.bench.report.check or rig diff misses its target."""
+rig.tools.bench.report.check or rig diff misses its target. --command
+measures a user's command instead (rig.tools.bench.commands) and adds it to
+the day's JSON and page."""
 import datetime
 import json
 import os
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from rig.artifacts import built as artifacts
-from rig.tools.bench import diff, guest, page, report, verdict
+from rig.tools.bench import commands, diff, guest, page, report, verdict
 
 
 def machine_name() -> str:
@@ -50,6 +52,22 @@ def main(lines: int, out: Path, do_check: bool, stress_records: int, verdict_run
     out.write_text(report.to_json(figs["vanilla"], figs["patched"], meta, times, diffs))
     print(f"JSON: {out}")
     return show(out, page_dir, do_check)
+
+
+def command(cmd: str, cold: bool, out: Path, page_dir: Optional[Path]) -> int:
+    """Measure one command (rig.tools.bench.commands) into today's bench
+    JSON (page_dir's, else out), and show its page; 1 if the command failed."""
+    result = commands.measure(cmd, cold)
+    today = datetime.date.today().isoformat()
+    target = page_dir / f"{today}.json" if page_dir is not None else out
+    data = json.loads(target.read_text()) if target.exists() else {}
+    if data.get("meta", {}).get("date") != today:
+        data = {"meta": {"date": today, "machine": machine_name(), "cpus": os.cpu_count()}}
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(commands.merge(data, result), indent=2) + "\n")
+    print(f"JSON: {target}")
+    show(target, page_dir, False)
+    return 0 if result["exit_status"] == 0 else 1
 
 
 def show(json_file: Path, page_dir: Optional[Path], do_check: bool) -> int:

@@ -1,0 +1,67 @@
+"""rig bench --command: a real command in a real fresh clone of HEAD, with
+the cache warm or empty, its wall time and exit status on the page; the step
+times of a cold run come from the build cache's manifests (read here from
+this machine's own cache, written by real builds)."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from rig import paths
+from rig.tools.bench import commands, page
+
+
+@pytest.fixture(autouse=True)
+def runs_in_tmp(tmp_path, monkeypatch):
+    monkeypatch.setenv("RIG_RUNS", str(tmp_path / "runs"))
+
+
+def test_a_command_runs_in_a_fresh_clone_of_head():
+    got = commands.measure("git status --porcelain | wc -l; test -f Makefile && echo made",
+                           cold=False)
+    assert got["exit_status"] == 0 and got["cache"] == "warm" and got["steps"] == {}
+    assert got["commit"] == commands.head_commit()
+    log = open(got["log"]).read().split()
+    assert log == ["0", "made"], "not a clean clone, or not the repository's"
+    assert not list((paths.runs_root() / commands.LOG_DIR).glob("rig-bench-command-*")), \
+        "the clone outlived the measurement"
+
+
+def test_a_cold_command_gets_an_empty_cache_and_a_failure_is_on_the_page():
+    got = commands.measure("ls -A \"$RIG_CACHE\" | wc -l; "
+                           "/usr/bin/python3 -c 'from rig import paths; print(paths.cache_root())'"
+                           "; exit 3", cold=True)
+    count, cache = open(got["log"]).read().split()
+    assert count == "0" and cache.startswith(str(paths.runs_root()))
+    assert got["exit_status"] == 3 and got["cache"] == "cold"
+    data = commands.merge({"meta": {"date": "2026-12-06", "machine": "m"}}, got)
+    text = page.render(data, "x.json")
+    assert "| cold |" in text and "FAILED (exit 3)" in text
+    assert "printk, vanilla and patched" not in text, "no printk figures were measured"
+
+
+def test_step_times_come_from_real_manifests():
+    steps = commands.build_steps(paths.cache_root())
+    if "qemu" not in steps:
+        pytest.skip("this machine's cache has no QEMU build yet")
+    assert steps["qemu"]["builds"] >= 1 and steps["qemu"]["seconds"] > 60
+    result = {"command": "make demo", "cache": "cold", "commit": "0" * 40, "date": "d",
+              "wall_s": 878.4, "exit_status": 0, "log": "l",
+              "steps": {"qemu": steps["qemu"], "kernel-patched": {"builds": 1, "seconds": 524.0}}}
+    text = commands.table([result])
+    assert "| `make demo` | cold | 000000000000 | 14 min 38.4 s | ok |" in text
+    assert text.index("| kernel-patched |") < text.index("| qemu |"), "longest step first"
+    again = commands.merge(commands.merge({}, result), dict(result, wall_s=1.0))
+    assert [c["wall_s"] for c in again["commands"]] == [1.0], "a new measurement replaces one"
+
+
+def test_the_cli_adds_the_command_to_the_days_page(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "rig", "bench", "--command", "true",
+                          "--page", str(tmp_path)], cwd=paths.REPO, capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (kept,) = tmp_path.glob("*.json")
+    data = json.loads(kept.read_text())
+    assert [c["command"] for c in data["commands"]] == ["true"]
+    assert "| `true` | warm |" in kept.with_suffix(".md").read_text()

@@ -1,0 +1,105 @@
+"""rig bench --command CMD [--cold]: what a user's command costs, measured
+as a new user meets it: from a fresh clone of the committed tree (HEAD),
+with the build cache as it is (warm) or with an empty one (cold: RIG_CACHE
+a new directory, ccache and QEMU's and the kernels' sources included). The
+wall time, the exit status and, for a cold run, every build step's own time
+(the build_seconds of the manifests the run left in its cache) go into the
+dated bench JSON under "commands", and from there onto the measurements page.
+The clone and the cold cache are removed afterwards; the command's output is
+kept in the runs directory."""
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List
+
+from rig import config, paths
+
+LOG_DIR = "bench-commands"
+
+
+def head_commit() -> str:
+    return subprocess.run(["git", "-C", str(paths.REPO), "rev-parse", "HEAD"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def build_steps(cache: Path) -> Dict[str, Dict]:
+    """step -> builds and seconds, from the manifests a run left in cache."""
+    steps: Dict[str, Dict] = {}
+    for manifest in sorted(cache.glob("*/*/manifest.json")):
+        m = json.loads(manifest.read_text())
+        s = steps.setdefault(m["step"], {"builds": 0, "seconds": 0.0})
+        s["builds"] += 1
+        s["seconds"] = round(s["seconds"] + m.get("build_seconds", 0.0), 1)
+    return steps
+
+
+def measure(command: str, cold: bool) -> Dict:
+    """Run command (a shell line) in a fresh clone of HEAD; its figures."""
+    logs = paths.runs_root() / LOG_DIR
+    logs.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", command).strip("-")[:40]
+    log = logs / f"{stamp}-{slug}-{'cold' if cold else 'warm'}.log"
+    work = Path(tempfile.mkdtemp(prefix="rig-bench-command-", dir=logs))
+    try:
+        clone = work / "clone"
+        subprocess.run(["git", "clone", "--quiet", str(paths.REPO), str(clone)], check=True)
+        commit = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        env = dict(os.environ)              # passed on to the command
+        if cold:
+            (work / "cache").mkdir()
+            env[config.VARIABLES["cache_root"]] = str(work / "cache")
+        print(f"[bench] {command!r} in a fresh clone of {commit[:12]}, "
+              f"{'empty' if cold else 'warm'} cache; output: {log}", flush=True)
+        start = time.monotonic()
+        with open(log, "wb") as out:
+            proc = subprocess.run(["bash", "-c", command], cwd=clone, env=env,
+                                  stdout=out, stderr=subprocess.STDOUT)
+        wall = time.monotonic() - start
+        steps = build_steps(work / "cache") if cold else {}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"[bench] {command!r}: exit {proc.returncode} after {wall:.0f} s", flush=True)
+    return {"command": command, "cache": "cold" if cold else "warm", "commit": commit,
+            "date": datetime.date.today().isoformat(), "wall_s": round(wall, 1),
+            "exit_status": proc.returncode, "steps": steps, "log": str(log)}
+
+
+def merge(data: Dict, result: Dict) -> Dict:
+    """data with result among its commands, replacing one of the same
+    command and cache."""
+    kept = [c for c in data.get("commands", [])
+            if (c["command"], c["cache"]) != (result["command"], result["cache"])]
+    return dict(data, commands=kept + [result])
+
+
+def minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {seconds % 60:04.1f} s" if seconds >= 60 \
+        else f"{seconds:.1f} s"
+
+
+def table(commands: List[Dict]) -> str:
+    rows = ["| command | cache | commit | wall time | result |", "|---|---|---|---|---|"]
+    for c in commands:
+        result = "ok" if c["exit_status"] == 0 else f"FAILED (exit {c['exit_status']})"
+        rows.append(f"| `{c['command']}` | {c['cache']} | {c['commit'][:12]} | "
+                    f"{minutes(c['wall_s'])} | {result} |")
+    out = "\n".join(rows) + "\n"
+    for c in commands:
+        if c["steps"]:
+            out += (f"\nBuild steps of the cold `{c['command']}` (each step's own time; "
+                    "the rest is booting and testing):\n\n| step | builds | seconds |\n"
+                    "|---|---|---|\n")
+            out += "".join(f"| {name} | {s['builds']} | {s['seconds']:.1f} |\n"
+                           for name, s in sorted(c["steps"].items(),
+                                                 key=lambda kv: -kv[1]["seconds"]))
+            out += (f"| all | {sum(s['builds'] for s in c['steps'].values())} | "
+                    f"{sum(s['seconds'] for s in c['steps'].values()):.1f} |\n")
+    return out
