@@ -117,7 +117,7 @@ def test_killing_the_harness_destroys_the_domain(libvirt_backend, tmp_path):
     env = dict(os.environ, RIG_RUNS=str(tmp_path))
     harness = subprocess.Popen([sys.executable, "-m", "rig", "boot", "--backend", "libvirt",
                                 "--flavor", FLAVOR, "--cmdline", "rig.hang=1",
-                                "--init-timeout", "120", "--quiet"],
+                                "--init-timeout", "120", "--clock", "icount", "--quiet"],
                                cwd=paths.REPO, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     try:

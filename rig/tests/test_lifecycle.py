@@ -23,8 +23,10 @@ FLAVOR = "vanilla"
 
 
 def test_hang_is_reported_with_its_phase_and_last_console_lines():
-    res = boot(BootRequest(flavor=FLAVOR, cmdline="rig.hang=1", init_timeout_s=4,
-                           name="lifecycle-hang", snapshot=True))
+    # On the icount clock the phase timeouts stretch by rig.boot.slowness:
+    # 1 s of init timeout is 4 s of wall time.
+    res = boot(BootRequest(flavor=FLAVOR, cmdline="rig.hang=1", init_timeout_s=1,
+                           clock="icount", name="lifecycle-hang", snapshot=True))
     took = res.wall_s       # from QEMU's start: not the wait for the host lock
     assert res.outcome.cls == "hang", res.outcome.detail
     assert res.outcome.phase == "init"
@@ -82,7 +84,7 @@ def test_killing_the_harness_mid_boot_leaves_no_qemu(tmp_path, sig):
     with open(stderr_path, "wb") as stderr:
         harness = subprocess.Popen([sys.executable, "-m", "rig", "boot", "--flavor", FLAVOR,
                                     "--cmdline", "rig.hang=1", "--init-timeout", "120",
-                                    "--quiet"],
+                                    "--clock", "icount", "--quiet"],
                                    cwd=paths.REPO, env=env, stdout=subprocess.DEVNULL,
                                    stderr=stderr, preexec_fn=like_a_terminal)
     try:
@@ -110,7 +112,7 @@ def test_sigterm_ends_a_pytest_session_mid_scenario_and_leaves_no_qemu(tmp_path)
         "from rig.boot import BootRequest, boot\n"
         "def test_hang():\n"
         f"    boot(BootRequest(flavor={FLAVOR!r}, cmdline='rig.hang=1', init_timeout_s=120,\n"
-        "                     name='sigterm-session'))\n"
+        "                     clock='icount', snapshot=True, name='sigterm-session'))\n"
         "def test_after():\n"
         "    pass\n")
     runs = tmp_path / "runs"
