@@ -17,15 +17,18 @@ def runs_in_tmp(tmp_path, monkeypatch):
     monkeypatch.setenv("RIG_RUNS", str(tmp_path / "runs"))
 
 
-def test_a_command_runs_in_a_fresh_clone_of_head():
-    got = commands.measure("git status --porcelain | wc -l; test -f Makefile && echo made",
-                           cold=False)
+def test_a_command_runs_in_a_fresh_clone_of_head(tmp_path, monkeypatch):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(commands, "SCRATCH", str(scratch))
+    got = commands.measure("git status --porcelain | wc -l; test -f Makefile && echo made; "
+                           "stat -c %a ..", cold=False)
     assert got["exit_status"] == 0 and got["cache"] == "warm" and got["steps"] == {}
     assert got["commit"] == commands.head_commit()
     log = open(got["log"]).read().split()
-    assert log == ["0", "made"], "not a clean clone, or not the repository's"
-    assert not list((paths.runs_root() / commands.LOG_DIR).glob("rig-bench-command-*")), \
-        "the clone outlived the measurement"
+    assert log[:2] == ["0", "made"], "not a clean clone, or not the repository's"
+    assert log[2] == "755", "other users cannot read the clone, as a test does"
+    assert not list(scratch.iterdir()), "the clone outlived the measurement"
 
 
 def test_a_cold_command_gets_an_empty_cache_and_a_failure_is_on_the_page():
@@ -33,7 +36,7 @@ def test_a_cold_command_gets_an_empty_cache_and_a_failure_is_on_the_page():
                            "/usr/bin/python3 -c 'from rig import paths; print(paths.cache_root())'"
                            "; exit 3", cold=True)
     count, cache = open(got["log"]).read().split()
-    assert count == "0" and cache.startswith(str(paths.runs_root()))
+    assert count == "0" and cache.startswith(commands.SCRATCH) and cache.endswith("/cache")
     assert got["exit_status"] == 3 and got["cache"] == "cold"
     data = commands.merge({"meta": {"date": "2026-12-06", "machine": "m"}}, got)
     text = page.render(data, "x.json")

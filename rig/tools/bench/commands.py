@@ -5,8 +5,8 @@ a new directory, ccache and QEMU's and the kernels' sources included). The
 wall time, the exit status and, for a cold run, every build step's own time
 (the build_seconds of the manifests the run left in its cache) go into the
 dated bench JSON under "commands", and from there onto the measurements page.
-The clone and the cold cache are removed afterwards; the command's output is
-kept in the runs directory."""
+The clone and the cold cache (under /var/tmp) are removed afterwards; the
+command's output is kept in the runs directory."""
 import datetime
 import json
 import os
@@ -21,6 +21,7 @@ from typing import Dict, List
 from rig import config, paths
 
 LOG_DIR = "bench-commands"
+SCRATCH = "/var/tmp"
 
 
 def head_commit() -> str:
@@ -46,7 +47,10 @@ def measure(command: str, cold: bool) -> Dict:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     slug = re.sub(r"[^A-Za-z0-9]+", "-", command).strip("-")[:40]
     log = logs / f"{stamp}-{slug}-{'cold' if cold else 'warm'}.log"
-    work = Path(tempfile.mkdtemp(prefix="rig-bench-command-", dir=logs))
+    # Where a user's clone would be: readable by others (a test reads the
+    # tree as another user), on the disk of a cold cache's tens of GB.
+    work = Path(tempfile.mkdtemp(prefix="rig-bench-command-", dir=SCRATCH))
+    os.chmod(work, 0o755)
     try:
         clone = work / "clone"
         subprocess.run(["git", "clone", "--quiet", str(paths.REPO), str(clone)], check=True)
