@@ -68,3 +68,14 @@ def test_the_cli_adds_the_command_to_the_days_page(tmp_path):
     data = json.loads(kept.read_text())
     assert [c["command"] for c in data["commands"]] == ["true"]
     assert "| `true` | warm |" in kept.with_suffix(".md").read_text()
+
+
+def test_a_bench_run_keeps_the_days_commands(tmp_path):
+    day = {"meta": {"date": "2026-12-06", "machine": "m"}}
+    result = {"command": "make demo", "cache": "warm", "commit": "1" * 40, "date": "d",
+              "wall_s": 7.0, "exit_status": 0, "log": "l", "steps": {}}
+    page.write(commands.merge(day, result), tmp_path)
+    page.write(dict(day, rig_diff={}), tmp_path)         # a later bench of the same day
+    kept = json.loads((tmp_path / "2026-12-06.json").read_text())
+    assert kept["commands"] == [result]
+    assert "| `make demo` | warm |" in (tmp_path / "2026-12-06.md").read_text()

@@ -67,6 +67,9 @@ def write(data: Dict, directory: Path) -> Path:
     """DIR/DATE.md and, beside it, the JSON it was rendered from."""
     directory.mkdir(parents=True, exist_ok=True)
     kept = directory / f"{data['meta']['date']}.json"
+    if "commands" not in data and kept.is_file():
+        # The day's commands (rig bench --command) stay on the day's page.
+        data = dict(data, commands=json.loads(kept.read_text()).get("commands", []))
     kept.write_text(json.dumps(data, indent=2) + "\n")
     page = kept.with_suffix(".md")
     page.write_text(render(data, kept.name))
