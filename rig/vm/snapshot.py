@@ -46,16 +46,14 @@ SCENARIO_PARAMS = ("rig.", "rigprintk.")
 # load, the target and offset before the properties that arm the trigger.
 TRIGGER_PROPS = ("nmi-cpu", "nmi-pattern-offset", "nmi-pattern", "nmi-after-thr")
 INT_PROPS = ("nmi-cpu", "nmi-pattern-offset", "nmi-after-thr")
+RECIPE = "v2: init's snapshot point, stop-marker, migrate to a passed fd"
+LOAD_TIMEOUT_S = 60.0
+MIGRATE_TIMEOUT_S = 120.0
 
 
 def prefixes(second_uart: bool) -> Tuple[str, ...]:
     """The evidence files a restore starts with: the template boot's."""
     return RunDir.EVIDENCE + (RunDir.SECOND_CONSOLE_EVIDENCE if second_uart else ())
-
-
-RECIPE = "v2: init's snapshot point, stop-marker, migrate to a passed fd"
-LOAD_TIMEOUT_S = 60.0
-MIGRATE_TIMEOUT_S = 120.0
 
 
 class SnapshotError(RuntimeError):
