@@ -16,7 +16,7 @@ PACKAGES := \
 	python3 python3-pytest python3-pexpect python3-pytest-xdist python3-jsonschema python3-jinja2 gdb \
 	chromium libvirt-daemon-system libvirt-clients python3-libvirt
 
-.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check report libvirtd bench bench-commands bench-cold clean clean-cache
+.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check report libvirtd bench bench-commands bench-cold clean prune-cache clean-cache
 
 help:
 	@echo "make demo        the patched kernel: an NMI's emergency line overtakes a backlog, live"
@@ -35,6 +35,7 @@ help:
 	@echo "make bench-commands  what make demo and make test cost from a fresh clone (bench-cold: empty cache)"
 	@echo "make determinism-check  golden scenarios 10 times: byte-identical evidence?"
 	@echo "make clean       remove run directories;  make clean-cache  remove the build cache"
+	@echo "make prune-cache [HOURS=168]  remove cache entries nothing used for that long"
 
 deps:
 	@sh rig/install-deps.sh $(PACKAGES)
@@ -118,6 +119,10 @@ clean:
 	rm -rf runs .pytest_cache
 	$(MAKE) -s -C qemu-devices/tools clean
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# Cache entries no build or boot used for HOURS (default a week).
+prune-cache:
+	@$(RIG) cache prune $(if $(HOURS),--unused-for $(HOURS))
 
 clean-cache:
 	rm -rf "$${RIG_CACHE:-$$HOME/.cache/printk-rig}"

@@ -418,10 +418,29 @@ def add_run(sub) -> None:
     p.set_defaults(func=cmd_run)
 
 
+def cmd_prune(args) -> int:
+    from rig.artifacts import prune
+    prune.prune(args.unused_for, args.dry_run)
+    return 0
+
+
+def add_cache(sub) -> None:
+    p = sub.add_parser("cache", help="the build cache: prune what nothing used lately")
+    what = p.add_subparsers(dest="cache_cmd", required=True)
+    q = what.add_parser("prune", help="remove cache entries unused for a while",
+                        description="Remove the build cache's entries (kernels, QEMU, "
+                        "initramfs, snapshot templates, gate trees) that no build or boot "
+                        "used for HOURS; ccache and the downloaded sources are left alone.")
+    q.add_argument("--unused-for", type=float, default=7 * 24, metavar="HOURS",
+                   help="remove entries unused for this long (default 168: a week)")
+    q.add_argument("--dry-run", action="store_true", help="only say what would go")
+    q.set_defaults(func=cmd_prune)
+
+
 # Each subcommand registers its own parser, beside the function that runs it.
 SUBCOMMANDS = (add_build, add_boot, add_run, add_flakes, add_diff, add_parse, add_results,
                add_replay, add_golden, add_determinism, add_report, add_bench, add_mutants,
-               add_demo)
+               add_demo, add_cache)
 
 
 def build_parser() -> argparse.ArgumentParser:

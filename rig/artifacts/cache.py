@@ -6,7 +6,8 @@ the hash of that mapping, and the step's output lives in
 <cache>/<step>/<key>/.  A finished build leaves manifest.json there; a
 directory without one is a build that did not finish and is redone.
 <cache>/<step>/last.json remembers the inputs of the newest finished build so
-that a miss can say which input changed.
+that a miss can say which input changed. Each use of an entry touches its
+.used file, so that `rig cache prune` can drop what nothing used lately.
 """
 import fcntl
 import functools
@@ -105,6 +106,16 @@ def describe_change(old: Optional[Dict[str, str]], new: Dict[str, str]) -> str:
     return ", ".join(changed) if changed else "inputs equal to the last build, output missing"
 
 
+USED = ".used"      # an entry's last use: this file's mtime
+
+
+def mark_used(entry: Path) -> None:
+    try:
+        (entry / USED).touch()
+    except OSError:         # a cache someone else owns: its use goes unrecorded
+        pass
+
+
 @dataclass
 class Step:
     name: str
@@ -131,7 +142,11 @@ class Step:
         return self.manifest_path.is_file()
 
     def manifest(self) -> dict:
-        return json.loads(self.manifest_path.read_text())
+        """The finished build's record; reading it marks the entry used
+        (rig.artifacts.prune keeps what was used lately)."""
+        m = json.loads(self.manifest_path.read_text())
+        mark_used(self.dir)
+        return m
 
     def last_inputs(self) -> Optional[Dict[str, str]]:
         return self._last().get("inputs")
