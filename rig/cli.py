@@ -328,13 +328,12 @@ def add_report(sub) -> None:
 def cmd_bench(args) -> int:
     from rig.tools.bench import main as bench
     page_dir = Path(args.page) if args.page else None
+    out = Path(args.out) if args.out else paths.runs_root() / "bench.json"
     if args.from_json:
         return bench.show(Path(args.from_json), page_dir, args.check)
     if args.command:
-        return bench.command(args.command, args.cold, Path(args.out) if args.out else
-                             paths.runs_root() / "bench.json", page_dir)
-    return bench.main(args.lines, Path(args.out) if args.out else
-                      paths.runs_root() / "bench.json", args.check, args.stress_records,
+        return bench.command(args.command, args.cold, out, page_dir)
+    return bench.main(args.lines, out, args.check, args.stress_records,
                       args.verdict_runs, args.verdict_workers, page_dir)
 
 

@@ -106,7 +106,14 @@ def describe_change(old: Optional[Dict[str, str]], new: Dict[str, str]) -> str:
     return ", ".join(changed) if changed else "inputs equal to the last build, output missing"
 
 
+MANIFEST = "manifest.json"   # written last: a finished build
 USED = ".used"      # an entry's last use: this file's mtime
+
+
+def lock_of(entry: Path) -> Path:
+    """The lock a build of <cache>/<step>/<key>/ holds (beside the entry,
+    so that removing the entry does not take it)."""
+    return entry.parent / f"{entry.name}.lock"
 
 
 def mark_used(entry: Path) -> None:
@@ -136,7 +143,7 @@ class Step:
 
     @property
     def manifest_path(self) -> Path:
-        return self.dir / "manifest.json"
+        return self.dir / MANIFEST
 
     def is_built(self) -> bool:
         return self.manifest_path.is_file()
@@ -185,7 +192,7 @@ def ensure(step: Step, build: Callable[[Path], dict], force: bool = False) -> di
     build(out_dir) does the work and returns the outputs to record (paths
     relative to out_dir, figures); it must raise on failure.
     """
-    with _locked(step.step_dir / f"{step.key}.lock"):
+    with _locked(lock_of(step.dir)):
         if step.is_built() and not force:
             m = step.manifest()
             say(step, f"cache hit {step.key} (built {m['built_at']}, {step.dir})")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
-from rig.artifacts.cache import USED
+from rig.artifacts.cache import MANIFEST, USED, lock_of
 from rig.paths import cache_root
 
 NOT_STEPS = {"ccache", "src"}
@@ -34,7 +34,7 @@ class Entry:
 
 
 def last_use(entry: Path) -> Optional[float]:
-    for name in (USED, "manifest.json"):
+    for name in (USED, MANIFEST):
         try:
             return (entry / name).stat().st_mtime
         except OSError:
@@ -51,13 +51,13 @@ def entries(root: Path) -> List[Entry]:
         for entry in sorted(p for p in step.iterdir() if p.is_dir()):
             used = last_use(entry)
             if used is not None:
-                found.append(Entry(entry, used, (entry / "manifest.json").is_file()))
+                found.append(Entry(entry, used, (entry / MANIFEST).is_file()))
     return found
 
 
 def building(entry: Path) -> bool:
     """A build holds the entry's lock (rig.artifacts.cache._locked)."""
-    lock = entry.parent / f"{entry.name}.lock"
+    lock = lock_of(entry)
     if not lock.exists():
         return False
     with open(lock, "a") as f:
@@ -80,7 +80,8 @@ def prune(unused_for_h: float = DEFAULT_HOURS, dry_run: bool = False,
     if not root.is_dir():
         return []
     cutoff = time.time() - unused_for_h * 3600
-    gone = [e for e in entries(root) if e.last_use < cutoff and not building(e.path)]
+    found = entries(root)
+    gone = [e for e in found if e.last_use < cutoff and not building(e.path)]
     freed = 0
     for e in gone:
         size = size_of(e.path)
@@ -91,8 +92,8 @@ def prune(unused_for_h: float = DEFAULT_HOURS, dry_run: bool = False,
               f"{size / 2**30:.2f} GB", flush=True)
         if not dry_run:
             shutil.rmtree(e.path, ignore_errors=True)
-            (e.path.parent / f"{e.path.name}.lock").unlink(missing_ok=True)
-    kept = len(entries(root)) if not dry_run else len(entries(root)) - len(gone)
+            lock_of(e.path).unlink(missing_ok=True)
+    kept = len(found) - len(gone)
     print(f"[prune] {'would free' if dry_run else 'freed'} {freed / 2**30:.2f} GB in "
           f"{len(gone)} entries; {kept} entries used in the last {unused_for_h:g} h kept "
           f"({root})", flush=True)

@@ -35,6 +35,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 from rig import protocol, rundir
 from rig.artifacts.cache import Step, ensure, sha256_bytes, sha256_file
 from rig.rundir import RunDir
+from rig.vm import backend
 from rig.vm.machine import Machine, last_lines
 from rig.vm.phases import Phase, default_phases
 from rig.vm.qemu_argv import CONSOLE_UART_QOM, ICOUNT_CLOCK, VCPU_SLICE_NS, MachineConfig
@@ -72,7 +73,7 @@ def why_not(req, backend_name: str) -> Optional[str]:
     """Why this boot cannot start from a snapshot, or None if it can. Both
     backends restore: the libvirt backend's QEMU takes the same -incoming
     defer and loads the state through the rig's QMP socket (a local host)."""
-    if backend_name not in ("direct", "libvirt"):
+    if backend_name not in backend.BACKENDS:
         return f"the {backend_name} backend cannot load a saved state"
     if req.warm_reset:
         return "a warm reset would boot the restoring QEMU's -kernel/-append again"

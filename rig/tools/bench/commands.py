@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Dict, List
 
 from rig import config, paths
+from rig.artifacts.cache import MANIFEST
 
 LOG_DIR = "bench-commands"
 SCRATCH = "/var/tmp"
@@ -32,7 +33,7 @@ def head_commit() -> str:
 def build_steps(cache: Path) -> Dict[str, Dict]:
     """step -> builds and seconds, from the manifests a run left in cache."""
     steps: Dict[str, Dict] = {}
-    for manifest in sorted(cache.glob("*/*/manifest.json")):
+    for manifest in sorted(cache.glob(f"*/*/{MANIFEST}")):
         m = json.loads(manifest.read_text())
         s = steps.setdefault(m["step"], {"builds": 0, "seconds": 0.0})
         s["builds"] += 1
