@@ -14,6 +14,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 SRC_LIST=/etc/apt/sources.list.d/printk-rig-deb-src.sources
+started=$(date +%s)
 updated=
 
 apt_update() {
@@ -71,4 +72,6 @@ echo "[deps] installing:$missing"
 apt_update
 # shellcheck disable=SC2086
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
-echo "[deps] done"
+# shellcheck disable=SC2086
+set -- $missing
+echo "[deps] installed $# packages in $(($(date +%s) - started)) s"

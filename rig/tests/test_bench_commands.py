@@ -23,7 +23,8 @@ def test_a_command_runs_in_a_fresh_clone_of_head(tmp_path, monkeypatch):
     monkeypatch.setattr(commands, "SCRATCH", str(scratch))
     got = commands.measure("git status --porcelain | wc -l; test -f Makefile && echo made; "
                            "stat -c %a ..", cold=False)
-    assert got["exit_status"] == 0 and got["cache"] == "warm" and got["steps"] == {}
+    assert got["exit_status"] == 0 and got["steps"] == {}
+    assert got["cache"] == commands.cache_state(paths.cache_root())
     assert got["commit"] == commands.head_commit()
     log = open(got["log"]).read().split()
     assert log[:2] == ["0", "made"], "not a clean clone, or not the repository's"
@@ -79,3 +80,25 @@ def test_a_bench_run_keeps_the_days_commands(tmp_path):
     kept = json.loads((tmp_path / "2026-12-06.json").read_text())
     assert kept["commands"] == [result]
     assert "| `make demo` | warm |" in (tmp_path / "2026-12-06.md").read_text()
+
+
+def test_an_empty_cache_is_named_and_the_builds_and_packages_of_the_run_are_its_steps(
+        tmp_path, monkeypatch):
+    """A warm measurement on a machine that never built: the cache is called
+    empty, and what the command built there (a real cache step) and the
+    packages install-deps.sh installed are its steps."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("RIG_CACHE", str(cache))
+    assert commands.cache_state(cache) == "empty"
+    got = commands.measure(
+        "echo '[deps] installed 3 packages in 41 s'; /usr/bin/python3 -c '"
+        "from rig.artifacts.cache import Step, ensure; "
+        "ensure(Step(\"bench-probe\", {\"x\": \"1\"}), lambda out: {})'", cold=False)
+    assert got["exit_status"] == 0, open(got["log"]).read()
+    assert got["cache"] == "empty"
+    assert got["steps"]["deps"] == {"builds": 3, "seconds": 41.0}
+    assert got["steps"]["bench-probe"]["builds"] == 1
+    again = commands.measure("true", cold=False)
+    assert again["cache"] == "warm" and again["steps"] == {}, "nothing was built the second time"
+    assert "with a empty cache" not in commands.table([got]) and \
+        "with an empty cache" in commands.table([got])

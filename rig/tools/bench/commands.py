@@ -1,10 +1,12 @@
 """rig bench --command CMD [--cold]: what a user's command costs, measured
 as a new user meets it: from a fresh clone of the committed tree (HEAD),
-with the build cache as it is (warm) or with an empty one (cold: RIG_CACHE
-a new directory, ccache and QEMU's and the kernels' sources included). The
-wall time, the exit status and, for a cold run, every build step's own time
-(the build_seconds of the manifests the run left in its cache) go into the
-dated bench JSON under "commands", and from there onto the measurements page.
+with the build cache as it is (warm, or empty on a machine that never
+built) or with an empty one (cold: RIG_CACHE a new directory, ccache and
+QEMU's and the kernels' sources included). The wall time, the exit status,
+the time the Debian packages took when some were missing (install-deps.sh's
+own "[deps] installed" line) and every build step the run made (the
+build_seconds of the manifests it left in the cache) go into the dated
+bench JSON under "commands", and from there onto the measurements page.
 The clone and the cold cache (under /var/tmp) are removed afterwards; the
 command's output is kept in the runs directory."""
 import datetime
@@ -30,15 +32,36 @@ def head_commit() -> str:
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
-def build_steps(cache: Path) -> Dict[str, Dict]:
-    """step -> builds and seconds, from the manifests a run left in cache."""
+def build_steps(cache: Path, before=frozenset()) -> Dict[str, Dict]:
+    """step -> builds and seconds, from the manifests a run left in cache
+    (those not in before: the builds it made)."""
     steps: Dict[str, Dict] = {}
-    for manifest in sorted(cache.glob(f"*/*/{MANIFEST}")):
+    for manifest in sorted(set(cache.glob(f"*/*/{MANIFEST}")) - set(before)):
         m = json.loads(manifest.read_text())
         s = steps.setdefault(m["step"], {"builds": 0, "seconds": 0.0})
         s["builds"] += 1
         s["seconds"] = round(s["seconds"] + m.get("build_seconds", 0.0), 1)
     return steps
+
+
+DEPS_DONE = re.compile(rb"^\[deps\] installed (\d+) packages? in (\d+) s$", re.M)
+
+
+def deps_step(log_bytes: bytes) -> Dict[str, Dict]:
+    """The packages install-deps.sh installed during the run, as a step."""
+    found = DEPS_DONE.findall(log_bytes)
+    if not found:
+        return {}
+    return {"deps": {"builds": sum(int(n) for n, _ in found),
+                     "seconds": float(sum(int(s) for _, s in found))}}
+
+
+def cache_state(cache: Path) -> str:
+    """"empty" when no build was ever cached there (nor ccache filled), else "warm"."""
+    if not cache.is_dir() or not any(cache.glob(f"*/*/{MANIFEST}")) and \
+            not any((cache / "ccache").glob("*/*")):
+        return "empty"
+    return "warm"
 
 
 def measure(command: str, cold: bool) -> Dict:
@@ -47,7 +70,7 @@ def measure(command: str, cold: bool) -> Dict:
     logs.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     slug = re.sub(r"[^A-Za-z0-9]+", "-", command).strip("-")[:40]
-    log = logs / f"{stamp}-{slug}-{'cold' if cold else 'warm'}.log"
+    log = logs / f"{stamp}-{slug}.log"
     # Where a user's clone would be: readable by others (a test reads the
     # tree as another user), on the disk of a cold cache's tens of GB.
     work = Path(tempfile.mkdtemp(prefix="rig-bench-command-", dir=SCRATCH))
@@ -58,21 +81,25 @@ def measure(command: str, cold: bool) -> Dict:
         commit = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"],
                                 capture_output=True, text=True, check=True).stdout.strip()
         env = dict(os.environ)              # passed on to the command
+        cache = paths.cache_root()
         if cold:
-            (work / "cache").mkdir()
-            env[config.VARIABLES["cache_root"]] = str(work / "cache")
+            cache = work / "cache"
+            cache.mkdir()
+            env[config.VARIABLES["cache_root"]] = str(cache)
+        state = "cold" if cold else cache_state(cache)
+        before = set(cache.glob(f"*/*/{MANIFEST}"))
         print(f"[bench] {command!r} in a fresh clone of {commit[:12]}, "
-              f"{'empty' if cold else 'warm'} cache; output: {log}", flush=True)
+              f"{'empty' if cold else state} cache; output: {log}", flush=True)
         start = time.monotonic()
         with open(log, "wb") as out:
             proc = subprocess.run(["bash", "-c", command], cwd=clone, env=env,
                                   stdout=out, stderr=subprocess.STDOUT)
         wall = time.monotonic() - start
-        steps = build_steps(work / "cache") if cold else {}
+        steps = dict(deps_step(log.read_bytes()), **build_steps(cache, before))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"[bench] {command!r}: exit {proc.returncode} after {wall:.0f} s", flush=True)
-    return {"command": command, "cache": "cold" if cold else "warm", "commit": commit,
+    return {"command": command, "cache": state, "commit": commit,
             "date": datetime.date.today().isoformat(), "wall_s": round(wall, 1),
             "exit_status": proc.returncode, "steps": steps, "log": str(log)}
 
@@ -99,8 +126,10 @@ def table(commands: List[Dict]) -> str:
     out = "\n".join(rows) + "\n"
     for c in commands:
         if c["steps"]:
-            out += (f"\nBuild steps of the cold `{c['command']}` (each step's own time; "
-                    "the rest is booting and testing):\n\n| step | builds | seconds |\n"
+            article = "an" if c["cache"] == "empty" else "a"
+            out += (f"\nBuild steps of `{c['command']}` with {article} {c['cache']} cache (each "
+                    "step's own time; the rest is booting and testing; deps: the Debian "
+                    "packages, builds counting packages):\n\n| step | builds | seconds |\n"
                     "|---|---|---|\n")
             out += "".join(f"| {name} | {s['builds']} | {s['seconds']:.1f} |\n"
                            for name, s in sorted(c["steps"].items(),
