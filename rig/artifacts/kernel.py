@@ -3,9 +3,10 @@
 Each flavor is built from its own source copy into OBJDIR inside it, from
 tinyconfig merged with kernel-patches/rig.config, with a fixed build
 timestamp, user and host so that the banner, and with it the transcript, is
-reproducible. ccache sits in front of gcc: every kernel build of the rig (the
-flavors, the series check, the golden test's and the gate's kernels) shares
-most of its objects with another, and a cold `make test` builds ten.
+reproducible. Every kernel build of the rig (the flavors, the series check,
+the golden test's and the gate's kernels) shares most of its source with
+another: a build starts from the tree of the nearest one already built
+(rig.artifacts.kbuild_reuse), and ccache sits in front of gcc for the rest.
 """
 import os
 import re
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from rig import config, paths
-from rig.artifacts import custom, kbuild_plan
+from rig.artifacts import custom, kbuild_plan, kbuild_reuse
 from rig.artifacts.cache import Step, dpkg_version, ensure, sha256_bytes, sha256_file, toolchain_id
 from rig.artifacts.locate import Artifact, locate
 from rig.artifacts.patching import apply_patch, apply_series, read_series
@@ -59,6 +60,8 @@ RECIPE = "tinyconfig + rig.config (merge_config -m), olddefconfig, make " \
     "LOCALVERSION=-rig-FLAVOR all in SRC/" + OBJDIR + "; env " + \
     " ".join(f"{k}={v}" for k, v in sorted(BUILD_ENV.items()))
 CCACHE_WRAPPERS = Path("/usr/lib/ccache")
+# What a build that compiled everything started from (rig.artifacts.kbuild_reuse).
+FRESH = "the fresh source"
 
 
 def ccache_env() -> Dict[str, str]:
@@ -233,20 +236,27 @@ def build_source(flavor: str, src: KernelSource, out: Path, last_total: Optional
     """Build src as flavor into out (the body of a kernel cache step)."""
     log = out / "build.log"
     label = label or f"kernel-{flavor}"
-    tree = out / "src"
+    fresh, tree = out / "fresh", out / "src"
     print(f"[{label}] unpacking {src.version}", flush=True)
-    src.copy_to(tree, log)
-    applied = apply_series(tree, SERIES, log) if flavor == "patched" else []
+    src.copy_to(fresh, log)
+    applied = apply_series(fresh, SERIES, log) if flavor == "patched" else []
     if flavor == "patched":
         print(f"[{label}] applied {len(applied)} patch(es) from kernel-patches/series",
               flush=True)
         if mutant() is not None:
-            apply_patch(tree, mutant(), MUTANTS / "series", log)
+            apply_patch(fresh, mutant(), MUTANTS / "series", log)
             applied.append(f"mutants/{mutant().name}")
             print(f"[{label}] applied mutant {mutant().name}", flush=True)
+    base = kbuild_reuse.start_tree(label, fresh, tree, kernel_inputs(flavor, src), OBJDIR, log,
+                                   out / kbuild_reuse.LISTING)
     make = configure(label, tree, log, flavor)
-    compile_tree(label, make, log, (last_total, "the last build of this step") if last_total
-                 else planned(tree))
+    if base is not None:
+        total: Tuple[Optional[int], str] = (None, "")   # what the differing files touch
+    elif last_total:
+        total = (last_total, "the last build of this step")
+    else:
+        total = planned(tree)
+    compile_tree(label, make, log, total)
     release = subprocess.run(make + ["-s", "kernelrelease"], capture_output=True,
                              text=True, check=True).stdout.strip()
     objects, _ = kbuild_done(log)
@@ -258,7 +268,15 @@ def build_source(flavor: str, src: KernelSource, out: Path, last_total: Optional
         "source_version": src.version,
         "patches": applied,
         "build_objects": objects,
+        "source_listing": kbuild_reuse.LISTING,
+        "started_from": base.describe() if base else FRESH,
     }
+
+
+def clean_build_total(step: Step) -> Optional[int]:
+    """The commands of the step's last build, if it compiled everything."""
+    last = step.last_outputs()
+    return last.get("build_objects") if last.get("started_from", FRESH) == FRESH else None
 
 
 def kernel_step(flavor: str, src: Optional[KernelSource] = None) -> Step:
@@ -268,7 +286,7 @@ def kernel_step(flavor: str, src: Optional[KernelSource] = None) -> Step:
 def build_kernel(flavor: str, force: bool = False) -> dict:
     src = kernel_source()
     step = kernel_step(flavor, src)
-    last_total = step.last_outputs().get("build_objects")
+    last_total = clean_build_total(step)
     manifest = ensure(step, lambda out: build_source(flavor, src, out, last_total), force=force)
     manifest["dir"] = str(step.dir)
     return manifest

@@ -16,14 +16,15 @@ import time
 from pathlib import Path
 
 from rig.artifacts.cache import Step, ensure, sha256_bytes
-from rig.artifacts.kernel import (SERIES, compile_tree, configure, kbuild_env, kernel_inputs,
-                                  kernel_source, planned)
+from rig.artifacts import kbuild_reuse
+from rig.artifacts.kernel import (FRESH, OBJDIR, SERIES, compile_tree, configure, kbuild_env,
+                                  kernel_inputs, kernel_source, planned)
 from rig.artifacts.patching import apply_patch, read_series
 from rig.artifacts.runner import BuildError, minutes, run_logged, tail
 
 LABEL = "series-check"
-RECIPE = ("git apply --check; patch --fuzz=0; checkpatch.pl --strict --quiet; "
-          "olddefconfig + make all after each")
+RECIPE = ("from the nearest kernel build's tree; git apply --check; patch --fuzz=0; "
+          "checkpatch.pl --strict --quiet; olddefconfig + make all after each")
 
 
 def series_check_step() -> Step:
@@ -76,9 +77,13 @@ def time_left(results: list, total: int) -> str:
 
 def _build(out: Path) -> dict:
     src = kernel_source()
-    tree, log = out / "src", out / "check.log"
+    fresh, tree, log = out / "fresh", out / "src", out / "check.log"
     print(f"[{LABEL}] unpacking {src.version}", flush=True)
-    src.copy_to(tree, log)
+    src.copy_to(fresh, log)
+    # From the vanilla build when there is one: each patch is then an
+    # incremental build from the start.
+    base = kbuild_reuse.start_tree(LABEL, fresh, tree, kernel_inputs("patched", src), OBJDIR,
+                                   log, out / kbuild_reuse.LISTING)
     results, make = [], None
     patches = read_series(SERIES)
     for i, patch in enumerate(patches, 1):
@@ -92,7 +97,8 @@ def _build(out: Path) -> dict:
         try:
             if make is None:
                 make = configure(LABEL, tree, log, "patched")
-                total = planned(tree)          # the first build compiles everything
+                # A first build from the fresh source compiles everything.
+                total = planned(tree) if base is None else (None, "")
             else:
                 run_logged(LABEL, make + ["olddefconfig"], log, env=kbuild_env())
                 total = (None, "")             # later ones what the patch touched
@@ -107,7 +113,8 @@ def _build(out: Path) -> dict:
     ok = len(results) == len(patches) and all(
         r["applies"] and r["git_apply"] and r["builds"] and r.get("checkpatch_status") == 0 and not r["checkpatch"]
         for r in results)
-    return {"results": results, "ok": ok, "log": "check.log"}
+    return {"results": results, "ok": ok, "log": "check.log",
+            "started_from": base.describe() if base else FRESH}
 
 
 def build_series_check(force: bool = False) -> dict:

@@ -2,7 +2,8 @@
 the seed series as commits, a branch with one mutant committed): the mutant's
 branch regresses the CPU-tagging property and the gate says so (exit 1); a
 comment change passes (exit 0); a head that panics at boot cannot be judged
-(exit 2). Four kernels to build the first time (6-8 min each), cached after."""
+(exit 2). Four kernels to build the first time, each from the nearest one
+built before (the first from the patched flavor's), cached after."""
 import json
 import subprocess
 import xml.etree.ElementTree as ET
@@ -12,6 +13,7 @@ import jsonschema
 import pytest
 
 from rig import paths
+from rig.artifacts.cache import MANIFEST
 from rig.tests.kernel_tree import BASE_TAG, MUTANT_BRANCH, kernel_git_tree
 
 pytestmark = [pytest.mark.builds, pytest.mark.boots]
@@ -73,3 +75,32 @@ def test_a_patch_that_does_not_apply_stops_before_any_build(tmp_path):
     assert proc.returncode == 2
     assert "does not apply" in proc.stderr and "kernel/printk/printk.c" in proc.stderr
     assert "kernel-gate" not in proc.stdout          # nothing was built
+
+
+def gate_build(commit: str) -> dict:
+    """The manifest of the gate's kernel of commit (no series on top)."""
+    for manifest in (paths.cache_root() / "kernel-gate").glob(f"*/{MANIFEST}"):
+        m = json.loads(manifest.read_text())
+        if m["inputs"]["kernel source"] == f"git commit {commit}" and \
+                m["inputs"]["flavor"] == "vanilla":
+            return m
+    raise AssertionError(f"no kernel-gate build of {commit} in {paths.cache_root()}")
+
+
+def test_the_gates_kernels_start_from_the_nearest_build():
+    """Identical trees are not compiled twice, and a commit that changes one
+    file recompiles what it touches: the base (the seed series as commits)
+    starts from the patched flavor's build, the mutant from the base's
+    (rig.artifacts.kbuild_reuse). Run after the tests above built them."""
+    tree = kernel_git_tree()
+    commit = {rev: subprocess.run(["git", "-C", str(tree), "rev-parse", rev], check=True,
+                                  capture_output=True, text=True).stdout.strip()
+              for rev in (BASE_TAG, MUTANT_BRANCH)}
+    base, mutant = gate_build(commit[BASE_TAG]), gate_build(commit[MUTANT_BRANCH])
+    if "started_from" not in base["outputs"]:
+        pytest.skip("the gate's kernels were built before builds recorded their base")
+    assert base["outputs"]["started_from"].endswith(" (0 file(s) differ)"), base["outputs"]
+    assert mutant["outputs"]["started_from"] == \
+        f"kernel-gate {base['key']} (1 file(s) differ)", mutant["outputs"]
+    assert mutant["outputs"]["build_objects"] < base["outputs"]["build_objects"] < 200, \
+        "an incremental build compiled more than what the change touches"

@@ -1,9 +1,11 @@
 """A kernel change shows in the golden transcripts: the patched kernel with
 one message changed (rig/tests/data/golden-message-change.patch, built like
-a mutant: cached after the first build, about 6 min) fails the golden
+a mutant: cached after the first build) fails the golden
 comparison of the panic scenario with a report that names that message
 (among the timing changes any kernel change brings), and `rig golden`
-accepts it, after which the comparison passes."""
+accepts it, after which the comparison passes. The changed kernel is an
+incremental build from the patched flavor's."""
+import json
 import os
 import shutil
 import subprocess
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from rig import paths
+from rig.artifacts.cache import MANIFEST
 
 pytestmark = [pytest.mark.builds, pytest.mark.boots]
 
@@ -27,6 +30,16 @@ def rig(*args, env):
                           capture_output=True, text=True)
 
 
+def started_from(mutant: str):
+    """What the patched kernel with mutant started from (rig.artifacts.kbuild_reuse);
+    None for a build made before builds recorded it."""
+    for manifest in (paths.cache_root() / "kernel-patched").glob(f"*/{MANIFEST}"):
+        outputs = json.loads(manifest.read_text())["outputs"]
+        if f"mutants/{mutant}" in outputs["patches"]:
+            return outputs.get("started_from")
+    raise AssertionError(f"no patched kernel with {mutant} in {paths.cache_root()}")
+
+
 def test_a_changed_message_fails_the_golden_check_and_make_golden_accepts_it(tmp_path):
     golden_dir = tmp_path / "golden"
     shutil.copytree(paths.REPO / "golden", golden_dir)
@@ -34,6 +47,10 @@ def test_a_changed_message_fails_the_golden_check_and_make_golden_accepts_it(tmp
                RIG_RUNS=str(tmp_path / "runs"))
     build = rig("rig", "build", "kernel", "initramfs", "--flavor", "patched", env=env)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    started = started_from(PATCH.name)
+    assert started is None or started.startswith("kernel-patched ") and \
+        started.endswith(" (1 file(s) differ)"), \
+        f"the changed kernel did not start from the patched flavor's build: {started}"
 
     check = rig("pytest", "-q", "-p", "no:cacheprovider", "--flavor", "patched", TEST, env=env)
     assert check.returncode == 1, check.stdout[-3000:]

@@ -5,7 +5,7 @@ like a build: `make series-check`); this test reads its verdicts."""
 import pytest
 
 from rig import config
-from rig.artifacts.kernel import SERIES
+from rig.artifacts.kernel import SERIES, kernel_artifact
 from rig.artifacts.patching import read_series
 from rig.artifacts.series_check import build_series_check
 
@@ -15,7 +15,16 @@ BUILDS = pytest.mark.builds
 
 @pytest.fixture(scope="module")
 def verdicts():
+    kernel_artifact("vanilla", build=True)      # the check walks from its build
     return build_series_check()["outputs"]
+
+
+@BUILDS
+def test_the_check_starts_from_the_vanilla_build(verdicts):
+    """Each patch is an incremental build: the first from the vanilla
+    kernel's tree, whose source is the unpatched one (rig.artifacts.kbuild_reuse)."""
+    assert verdicts["started_from"].startswith("kernel-vanilla ") and \
+        verdicts["started_from"].endswith(" (0 file(s) differ)"), verdicts["started_from"]
 
 
 @BUILDS

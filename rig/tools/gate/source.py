@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Optional
 
 from rig.artifacts.cache import Step, ensure, sha256_file
-from rig.artifacts.kernel import KernelSource, build_source, kernel_inputs
+from rig.artifacts.kernel import KernelSource, build_source, clean_build_total, kernel_inputs
 from rig.artifacts.patching import apply_patch
 from rig.artifacts.runner import BuildError, run_logged
 
@@ -99,7 +99,7 @@ def build(rev: Revision, with_series: bool) -> dict:
     by the rig's recipe, with kernel-patches/series on top when asked."""
     flavor = "patched" if with_series else "vanilla"
     step = Step("kernel-gate", kernel_inputs(flavor, rev))
-    last_total = step.last_outputs().get("build_objects")
+    last_total = clean_build_total(step)
     print(f"[gate] {rev.label}: kernel {rev.version}"
           + (" + kernel-patches/series" if with_series else ""), flush=True)
     try:
