@@ -103,6 +103,13 @@ def test_the_tree_is_the_base_with_only_the_differing_files_new(cache, tmp_path)
     assert (tree / "same.c").stat().st_mtime == pytest.approx(old)
     assert (tree / "changed.c").stat().st_mtime > old + 3000
     assert not (tree / "kbuild/.version").exists(), "the next link would not be #1"
+    assert (base / "src/kbuild/.version").exists(), "the base's own objects were touched"
+    # Sources are the base's files (hard links), objects a copy Kbuild may rewrite,
+    # and the base keeps its own version of what changed.
+    assert (tree / "same.c").stat().st_ino == (base / "src/same.c").stat().st_ino
+    assert (tree / "kbuild/a.o").stat().st_ino != (base / "src/kbuild/a.o").stat().st_ino
+    assert (base / "src/changed.c").read_text() == "old"
+    assert (base / "src/gone.c").exists()
     assert not fresh.exists()
     assert kbuild_reuse.read_listing(out / kbuild_reuse.LISTING) == \
         kbuild_reuse.source_listing(tree, skip_top=["kbuild"])
