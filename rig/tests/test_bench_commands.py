@@ -54,7 +54,8 @@ def test_step_times_come_from_real_manifests():
               "wall_s": 878.4, "exit_status": 0, "log": "l",
               "steps": {"qemu": steps["qemu"], "kernel-patched": {"builds": 1, "seconds": 524.0}}}
     text = commands.table([result])
-    assert "| `make demo` | cold | 000000000000 | 14 min 38.4 s | ok |" in text
+    assert "| `make demo` | cold | 000000000000 |  | 14 min 38.4 s | ok |" in text
+    assert "| m2: 2 x cpu | 14 min" in commands.table([dict(result, machine="m2: 2 x cpu")])
     assert text.index("| kernel-patched |") < text.index("| qemu |"), "longest step first"
     again = commands.merge(commands.merge({}, result), dict(result, wall_s=1.0))
     assert [c["wall_s"] for c in again["commands"]] == [1.0], "a new measurement replaces one"
@@ -69,6 +70,7 @@ def test_the_cli_adds_the_command_to_the_days_page(tmp_path):
     data = json.loads(kept.read_text())
     assert [c["command"] for c in data["commands"]] == ["true"]
     assert "| `true` | warm |" in kept.with_suffix(".md").read_text()
+    assert data["commands"][0]["machine"] == data["meta"]["machine"], "measured here"
 
 
 def test_a_bench_run_keeps_the_days_commands(tmp_path):

@@ -117,12 +117,15 @@ def minutes(seconds: float) -> str:
         else f"{seconds:.1f} s"
 
 
-def table(commands: List[Dict]) -> str:
-    rows = ["| command | cache | commit | wall time | result |", "|---|---|---|---|---|"]
+def table(commands: List[Dict], page_machine: str = "") -> str:
+    """The commands' rows; each names its machine (older entries ran on the
+    page's own)."""
+    rows = ["| command | cache | commit | machine | wall time | result |",
+            "|---|---|---|---|---|---|"]
     for c in commands:
         result = "ok" if c["exit_status"] == 0 else f"FAILED (exit {c['exit_status']})"
         rows.append(f"| `{c['command']}` | {c['cache']} | {c['commit'][:12]} | "
-                    f"{minutes(c['wall_s'])} | {result} |")
+                    f"{c.get('machine', page_machine)} | {minutes(c['wall_s'])} | {result} |")
     out = "\n".join(rows) + "\n"
     for c in commands:
         if c["steps"]:

@@ -57,7 +57,7 @@ def main(lines: int, out: Path, do_check: bool, stress_records: int, verdict_run
 def command(cmd: str, cold: bool, out: Path, page_dir: Optional[Path]) -> int:
     """Measure one command (rig.tools.bench.commands) into today's bench
     JSON (page_dir's, else out), and show its page; 1 if the command failed."""
-    result = commands.measure(cmd, cold)
+    result = dict(commands.measure(cmd, cold), machine=machine_name())
     today = datetime.date.today().isoformat()
     target = page_dir / f"{today}.json" if page_dir is not None else out
     data = json.loads(target.read_text()) if target.exists() else {}

@@ -51,8 +51,9 @@ def render(data: Dict, source: str) -> str:
     if data.get("commands"):
         parts += ["## Commands from a fresh clone (host wall time)\n",
                   "Each ran in a fresh clone of the commit named, with the build cache "
-                  "as it was (warm) or empty, ccache included (cold): `rig bench --command "
-                  "CMD [--cold]`.\n", commands.table(data["commands"])]
+                  "as it was (warm; empty on a machine that never built), or emptied for "
+                  "the run, ccache included (cold): `rig bench --command CMD [--cold]`.\n",
+                  commands.table(data["commands"], data.get("meta", {}).get("machine", ""))]
     if data.get("time_to_verdict"):
         parts += ["## Time to verdict (host wall time)\n",
                   report.verdict_table(data["time_to_verdict"])]
