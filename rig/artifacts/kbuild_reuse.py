@@ -8,12 +8,12 @@ the vanilla source to the patched one. So each build records what its
 source holds (source-files.txt: the sha1 of every file), and a new build
 looks for the finished build, of the same configuration fragment,
 toolchain and recipe, whose source differs from its own by the fewest
-files. It copies that build's tree, objects included and mtimes kept, and
-writes only the files that differ: Kbuild then recompiles what they touch
-and what their Kconfig changes touch, and nothing else. The source files
-are hard links to the base's (no one writes one in place), the objects a
-copy. With no base near
-enough the build starts from the fresh source, as a first build does.
+files. It takes that build's tree, objects included and mtimes kept (the
+sources as hard links, since no one writes one in place; the objects as a
+copy), and writes only the files that differ: Kbuild then recompiles what
+they touch and what their Kconfig changes touch, and nothing else. With no
+base near enough the build starts from the fresh source, as a first build
+does. The build's manifest says which (started_from).
 
 The result is the build a clean tree gives: Kbuild's own dependency
 tracking decides what to rebuild (as it does for a developer's second
@@ -41,6 +41,8 @@ BASE_STEPS = "kernel-*"
 # What a base must share with the build: the rest (source, flavor's release
 # suffix, series) is what Kbuild's dependency tracking takes care of.
 SAME_INPUTS = ("config fragment rig.config", "toolchain", "recipe")
+# What a build that compiled everything started from.
+FRESH = "the fresh source"
 
 
 def file_digest(path: str) -> str:
@@ -138,6 +140,17 @@ def _newest_first(built_at: str) -> Tuple[int, ...]:
     return tuple(-int(n) for n in re.findall(r"\d+", built_at))
 
 
+def started_from(base: Optional[Base]) -> str:
+    """The manifest's record of where a build started (start_tree's result)."""
+    return base.describe() if base is not None else FRESH
+
+
+def compiled_everything(outputs: dict) -> bool:
+    """Whether a kernel build, by its manifest's outputs, compiled the whole
+    tree (older builds, from before started_from, all did)."""
+    return outputs.get("started_from", FRESH) == FRESH
+
+
 def copy_tree(label: str, base: Path, tree: Path, objdir: str, log: Path) -> None:
     """tree: the base's source as hard links, its objects as a copy. Nothing
     writes a source file in place (Kbuild writes only into the object
@@ -169,11 +182,12 @@ def start_tree(label: str, fresh: Path, tree: Path, inputs: Dict[str, str], objd
             dst.unlink()
         elif dst.is_dir():
             shutil.rmtree(dst)
+        if not (src.is_symlink() or src.is_file()):
+            continue                    # gone from the new source
+        dst.parent.mkdir(parents=True, exist_ok=True)
         if src.is_symlink():
-            dst.parent.mkdir(parents=True, exist_ok=True)
             os.symlink(os.readlink(src), dst)
-        elif src.is_file():
-            dst.parent.mkdir(parents=True, exist_ok=True)
+        else:
             shutil.copy(src, dst)       # a new mtime: Kbuild sees it changed
     # The link counter: the next link is #1 again, as in a clean build.
     (tree / objdir / ".version").unlink(missing_ok=True)

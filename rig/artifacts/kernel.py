@@ -60,8 +60,6 @@ RECIPE = "tinyconfig + rig.config (merge_config -m), olddefconfig, make " \
     "LOCALVERSION=-rig-FLAVOR all in SRC/" + OBJDIR + "; env " + \
     " ".join(f"{k}={v}" for k, v in sorted(BUILD_ENV.items()))
 CCACHE_WRAPPERS = Path("/usr/lib/ccache")
-# What a build that compiled everything started from (rig.artifacts.kbuild_reuse).
-FRESH = "the fresh source"
 
 
 def ccache_env() -> Dict[str, str]:
@@ -269,14 +267,14 @@ def build_source(flavor: str, src: KernelSource, out: Path, last_total: Optional
         "patches": applied,
         "build_objects": objects,
         "source_listing": kbuild_reuse.LISTING,
-        "started_from": base.describe() if base else FRESH,
+        "started_from": kbuild_reuse.started_from(base),
     }
 
 
 def clean_build_total(step: Step) -> Optional[int]:
     """The commands of the step's last build, if it compiled everything."""
     last = step.last_outputs()
-    return last.get("build_objects") if last.get("started_from", FRESH) == FRESH else None
+    return last.get("build_objects") if kbuild_reuse.compiled_everything(last) else None
 
 
 def kernel_step(flavor: str, src: Optional[KernelSource] = None) -> Step:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rig.artifacts.cache import Step, ensure, sha256_bytes
 from rig.artifacts import kbuild_reuse
-from rig.artifacts.kernel import (FRESH, OBJDIR, SERIES, compile_tree, configure, kbuild_env,
+from rig.artifacts.kernel import (OBJDIR, SERIES, compile_tree, configure, kbuild_env,
                                   kernel_inputs, kernel_source, planned)
 from rig.artifacts.patching import apply_patch, read_series
 from rig.artifacts.runner import BuildError, minutes, run_logged, tail
@@ -114,7 +114,7 @@ def _build(out: Path) -> dict:
         r["applies"] and r["git_apply"] and r["builds"] and r.get("checkpatch_status") == 0 and not r["checkpatch"]
         for r in results)
     return {"results": results, "ok": ok, "log": "check.log",
-            "started_from": base.describe() if base else FRESH}
+            "started_from": kbuild_reuse.started_from(base)}
 
 
 def build_series_check(force: bool = False) -> dict:

@@ -58,10 +58,9 @@ def deps_step(log_bytes: bytes) -> Dict[str, Dict]:
 
 def cache_state(cache: Path) -> str:
     """"empty" when no build was ever cached there (nor ccache filled), else "warm"."""
-    if not cache.is_dir() or not any(cache.glob(f"*/*/{MANIFEST}")) and \
-            not any((cache / "ccache").glob("*/*")):
-        return "empty"
-    return "warm"
+    built = cache.is_dir() and (any(cache.glob(f"*/*/{MANIFEST}")) or
+                                any((cache / "ccache").glob("*/*")))
+    return "warm" if built else "empty"
 
 
 def measure(command: str, cold: bool) -> Dict:
