@@ -14,7 +14,7 @@ PACKAGES := \
 	seabios qemu-system-data \
 	busybox-static util-linux \
 	python3 python3-pytest python3-pexpect python3-pytest-xdist python3-jsonschema python3-jinja2 gdb \
-	chromium libvirt-daemon-system libvirt-clients python3-libvirt
+	chromium libvirt-daemon-system libvirt-clients python3-libvirt tini iproute2
 
 .PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check report libvirtd bench bench-commands bench-cold clean prune-cache clean-cache
 

@@ -106,7 +106,8 @@ def add_boot(sub) -> None:
     p = sub.add_parser("boot", help="boot a kernel flavor and print the transcript live",
                        description="Boot one flavor under the rig's QEMU, print the console "
                        "live, then the exit class, phase timings and the boot properties (S1). "
-                       "Exit 0 they hold, 1 they do not, 2 bad input or no room to run, 3 the "
+                       "Exit 0 they hold, 1 they do not, 2 bad input, no room to run or a remote "
+                       "host that failed (named), 3 the "
                        "run's evidence is incomplete (rig-error: no verdict).")
     p.add_argument("--flavor", choices=paths.FLAVORS, default="patched")
     boot_options.add_to(p.add_argument)
@@ -455,6 +456,7 @@ def main(argv=None) -> int:
     from rig.vm.hostshare import HostLockTimeout
     from rig.inputs import BadInput
     from rig.rundir import RunDirError
+    from rig.vm.remote_host import HostError
     args = build_parser().parse_args(argv)
     # SIGTERM/SIGHUP unwind like Ctrl-C: builds kill their make process group
     # and boots their QEMU on the way out.
@@ -464,7 +466,7 @@ def main(argv=None) -> int:
         args.flavor = list(paths.FLAVORS)
     try:
         return args.func(args)
-    except (BuildError, BadInput, RunDirError, HostLockTimeout) as e:
+    except (BuildError, BadInput, RunDirError, HostLockTimeout, HostError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

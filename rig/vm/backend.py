@@ -42,6 +42,11 @@ def choose(backend: str, libvirt_uris: List[str]) -> None:
 def make_machine(cfg, phases, **kwargs):
     from rig.vm.machine import Machine
     if selected() == "libvirt":
+        from rig.vm.remote_host import is_remote
+        uri = uri_for_this_worker()
+        if is_remote(uri):
+            from rig.vm.machine_remote import RemoteMachine
+            return RemoteMachine(cfg, phases, uri=uri, **kwargs)
         from rig.vm.machine_libvirt import LibvirtMachine
-        return LibvirtMachine(cfg, phases, uri=uri_for_this_worker(), **kwargs)
+        return LibvirtMachine(cfg, phases, uri=uri, **kwargs)
     return Machine(cfg, phases, **kwargs)

@@ -11,6 +11,7 @@ domain is resumed (QEMU still writes console.log itself), and the
 isa-debug-exit trace event (qemu-devices/patches/0003) records the guest's
 exit status in qemu-trace.log.
 """
+import json
 import uuid
 from typing import Dict, List, Tuple
 from xml.sax.saxutils import quoteattr, escape
@@ -68,7 +69,121 @@ def memory_mib(value: str) -> int:
 
 def domain_xml(argv: List[str], name: str, console_socket: str, trace_log: str,
                warm_reset: bool) -> str:
+    """A domain of libvirt on this machine: the console is a unix socket."""
     m, rest = split_argv(argv)
+    return _domain(m, argv[0], name, console_over_socket(rest, console_socket), trace_log,
+                   warm_reset, devices="", overrides="")
+
+
+def remote_domain_xml(argv: List[str], name: str, trace_log: str, warm_reset: bool) -> str:
+    """A domain for a host that shares nothing with the harness: the
+    console UART's chardev is libvirt's own pty serial, which libvirt's
+    console stream reads (and whose <log> is console.log), turned into
+    rig-serial by a device override; every other -device is JSON, as
+    libvirt gives its own, so that QEMU creates the devices in the direct
+    backend's order (it creates JSON devices after key=value ones). argv
+    has the host's paths, no -qmp (QMP is libvirt's passthrough) and no
+    -incoming (a remote restore loads an internal snapshot)."""
+    m, rest = split_argv(argv)
+    console, uart, rest = split_console(rest)
+    alias = "ua-" + uart.get("id", "uart0")
+    log = console["logfile"]
+    devices = (f"<serial type='pty'><log file={quoteattr(log)} "
+               f"append='{'on' if console.get('logappend') == 'on' else 'off'}'/>"
+               "<target type='isa-serial' port='0'><model name='isa-serial'/></target>"
+               f"<alias name='{alias}'/></serial>")
+    props = "".join(f"\n        <qemu:property name={quoteattr(k)} type='{override_type(k)}' "
+                    f"value={quoteattr(override_value(k, v))}/>"
+                    for k, v in [("driver", uart["driver"])] +
+                    [(k, v) for k, v in uart.items() if k not in ("driver", "id", "chardev")])
+    overrides = (f"\n  <qemu:override>\n    <qemu:device alias='{alias}'>\n      "
+                 f"<qemu:frontend>{props}\n      </qemu:frontend>\n    </qemu:device>"
+                 "\n  </qemu:override>")
+    return _domain(m, argv[0], name, devices_as_json(rest), trace_log, warm_reset,
+                   devices=devices, overrides=overrides)
+
+
+def remote_uart_qom(argv: List[str]) -> str:
+    """Where qom-set finds the console UART of remote_domain_xml's domain."""
+    _, uart, _ = split_console(split_argv(argv)[1])
+    return "/machine/peripheral/ua-" + uart.get("id", "uart0")
+
+
+def keyval(arg: str) -> Dict[str, str]:
+    """A -device/-chardev argument's driver (or backend) and properties."""
+    first, *pairs = arg.split(",")
+    out = {"driver": first}
+    for pair in pairs:
+        k, _, v = pair.partition("=")
+        out[k] = v
+    return out
+
+
+def split_console(args: List[str]) -> Tuple[Dict[str, str], Dict[str, str], List[str]]:
+    """(the stdio console chardev, the device on it, the other arguments)."""
+    console, uart, rest, i = None, None, [], 0
+    while i < len(args):
+        if args[i] == "-chardev" and args[i + 1].startswith("stdio,id=con0,"):
+            console = keyval(args[i + 1])
+            i += 2
+        elif args[i] == "-device" and ",chardev=con0" in args[i + 1]:
+            uart = keyval(args[i + 1])
+            i += 2
+        else:
+            rest.append(args[i])
+            i += 1
+    if console is None or uart is None:
+        raise DomainError("no stdio console chardev (id=con0) and device in the QEMU "
+                          "command line")
+    return console, uart, rest
+
+
+# Property types of the rig's devices, for JSON (-device) and overrides.
+STRING_PROPS = ("driver", "id", "chardev", "log", "nmi-pattern")
+BOOL_PROPS = ("log-reads", "baud-model", "log-append")
+SIGNED_PROPS = ("nmi-cpu",)
+
+
+def override_type(prop: str) -> str:
+    if prop in STRING_PROPS:
+        return "string"
+    if prop in BOOL_PROPS:
+        return "bool"
+    return "signed" if prop in SIGNED_PROPS else "unsigned"
+
+
+def json_value(prop: str, value: str):
+    kind = override_type(prop)
+    if kind == "string":
+        return value
+    if kind == "bool":
+        if value not in ("on", "off", "true", "false"):
+            raise DomainError(f"device property {prop}={value}: not on or off")
+        return value in ("on", "true")
+    try:
+        return int(value, 0)
+    except ValueError:
+        raise DomainError(f"device property {prop}={value}: the libvirt backend knows "
+                          "it as a number") from None
+
+
+def override_value(prop: str, value: str) -> str:
+    """libvirt's text for a property override: decimal numbers, true/false."""
+    v = json_value(prop, value)
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+
+def devices_as_json(args: List[str]) -> List[str]:
+    out = []
+    for i, a in enumerate(args):
+        if i > 0 and args[i - 1] == "-device" and not a.startswith("{"):
+            a = json.dumps({k: json_value(k, v) for k, v in keyval(a).items()})
+        out.append(a)
+    return out
+
+
+def _domain(m: Dict[str, str], emulator: str, name: str, passthrough_args: List[str],
+            trace_log: str, warm_reset: bool, devices: str, overrides: str) -> str:
     accel = m.get("-accel", "tcg")
     if accel not in ("tcg", "kvm"):
         raise DomainError(f"accelerator {accel!r}: the libvirt backend knows tcg and kvm")
@@ -88,7 +203,7 @@ def domain_xml(argv: List[str], name: str, console_socket: str, trace_log: str,
     # And the domain's UUID (-uuid) would reach the guest through SMBIOS,
     # whose bytes the kernel mixes into its random pool: a zero UUID, as
     # without -uuid, keeps the guest's random numbers and timing the same.
-    passthrough = console_over_socket(rest, console_socket) + [
+    passthrough = passthrough_args + [
         "-boot", "strict=off", "-smbios", f"type=1,uuid={ZERO_UUID}",
         "-trace", f"enable={TRACE_EVENT}", "-D", trace_log]
     args = "\n".join(f"    <qemu:arg value={quoteattr(a)}/>" for a in passthrough)
@@ -111,14 +226,15 @@ def domain_xml(argv: List[str], name: str, console_socket: str, trace_log: str,
   <on_reboot>{"restart" if warm_reset else "destroy"}</on_reboot>
   <on_crash>preserve</on_crash>
   <devices>
-    <emulator>{escape(argv[0])}</emulator>
+    <emulator>{escape(emulator)}</emulator>
     <controller type='usb' model='none'/>
     <memballoon model='none'/>
+    {devices}
   </devices>
   <!-- No <seclabel>: libvirt runs QEMU as its own unprivileged user with its
        own labels; the inputs and output are staged for it (rig.vm.libvirt_stage). -->
   <qemu:commandline>
 {args}
-  </qemu:commandline>
+  </qemu:commandline>{overrides}
 </domain>
 """

@@ -57,6 +57,21 @@ def domain_name(run_dir: Path) -> str:
     return f"rig-{run_dir.name[:60]}-{digest}"
 
 
+def exit_status_from_trace(run: RunDir, killed_by_rig: bool,
+                           events: List[dict]) -> Tuple[Optional[int], Optional[int]]:
+    """QEMU's exit status as libvirt's QEMU leaves it: the guest's write to
+    isa-debug-exit in the trace log, else a reset or poweroff (exit 0)."""
+    trace = run.file(RunDir.QEMU_TRACE)
+    found = EXIT_TRACE.findall(trace.read_bytes()) if trace.is_file() else []
+    if found:
+        return int(found[-1]), None
+    if killed_by_rig:
+        return None, None
+    if any(e.get("event") == "SHUTDOWN" for e in events):
+        return 0, None          # stopped on a reset or poweroff: -no-reboot's exit 0
+    return None, None
+
+
 class LibvirtMachine(Machine):
     console_adds_cr = False      # a unix socket: the bytes as QEMU wrote them
 
@@ -178,15 +193,7 @@ class LibvirtMachine(Machine):
         return self.child is not None and getattr(self.child, "flag_eof", False)
 
     def exit_status(self, events: List[dict]) -> Tuple[Optional[int], Optional[int]]:
-        trace = self.cfg.run.file(RunDir.QEMU_TRACE)
-        found = EXIT_TRACE.findall(trace.read_bytes()) if trace.is_file() else []
-        if found:
-            return int(found[-1]), None
-        if self._killed_by_rig:
-            return None, None
-        if any(e.get("event") == "SHUTDOWN" for e in events):
-            return 0, None          # stopped on a reset or poweroff: -no-reboot's exit 0
-        return None, None
+        return exit_status_from_trace(self.cfg.run, self._killed_by_rig, events)
 
     def qemu_stderr(self) -> Path:
         return Path("/var/log/libvirt/qemu") / f"{self.name}.log"

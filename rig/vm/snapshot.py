@@ -36,10 +36,10 @@ from rig import protocol, rundir
 from rig.artifacts.cache import Step, ensure, sha256_bytes, sha256_file
 from rig.rundir import RunDir
 from rig.vm import backend
-from rig.vm.machine import Machine, last_lines
+from rig.vm.machine import VMSTATE_FD, Machine, last_lines
 from rig.vm.phases import Phase, default_phases
-from rig.vm.qemu_argv import CONSOLE_UART_QOM, ICOUNT_CLOCK, VCPU_SLICE_NS, MachineConfig
-from rig.vm.qmp import QMPClient, QMPError
+from rig.vm.qemu_argv import ICOUNT_CLOCK, VCPU_SLICE_NS, MachineConfig
+from rig.vm.qmp import QMPClient
 
 SNAPSHOT_FLAG = "rig.snapshot=1"
 SCENARIO_PARAMS = ("rig.", "rigprintk.")
@@ -48,7 +48,6 @@ SCENARIO_PARAMS = ("rig.", "rigprintk.")
 TRIGGER_PROPS = ("nmi-cpu", "nmi-pattern-offset", "nmi-pattern", "nmi-after-thr")
 INT_PROPS = ("nmi-cpu", "nmi-pattern-offset", "nmi-after-thr")
 RECIPE = "v2: init's snapshot point, stop-marker, migrate to a passed fd"
-LOAD_TIMEOUT_S = 60.0
 MIGRATE_TIMEOUT_S = 120.0
 
 
@@ -136,24 +135,11 @@ def wait_for_stop(m: Machine, timeout_s: float) -> None:
                         f"{last_lines(m.cfg.run.console_log)}")
 
 
-VMSTATE_FD = "vmstate"
-
-
-def pass_fd(m: Machine, path: Path, flags: int) -> None:
-    """Open path here and hand the descriptor to QEMU as VMSTATE_FD: QEMU's
-    sandbox lets it spawn no `cat`, and the file stays the harness's to open."""
-    fd = os.open(path, flags | os.O_CLOEXEC, 0o600)
-    try:
-        m.qmp.execute("getfd", {"fdname": VMSTATE_FD}, fds=[fd])
-    finally:
-        os.close(fd)
-
-
 def save(m: Machine, vmstate: Path) -> None:
     """QMP migrate to a file; the VM is paused, so the state is the stop's."""
     tmp = vmstate.with_suffix(".tmp")
     m.qmp.execute("migrate-set-parameters", {"max-bandwidth": 1 << 40})
-    pass_fd(m, tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    m.pass_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     m.qmp.execute("migrate", {"uri": f"fd:{VMSTATE_FD}"})
     deadline = time.monotonic() + MIGRATE_TIMEOUT_S
     while True:
@@ -211,23 +197,11 @@ def restore_prelude(vmstate: Path, triggers: Dict[str, str],
     for gdb's `continue` (a stub that listened from QEMU's start would let a
     debugger in before the state is loaded)."""
     def prelude(m: Machine) -> None:
-        # After an incoming migration QEMU announces the guest's NICs on a
-        # host-clock timer for about a second, and under -icount a pending
-        # host-clock timer cuts the vCPU's instruction budget at host-timed
-        # points: restores then differ run to run. Zero rounds: no timer.
-        m.qmp.execute("migrate-set-parameters", {"announce-rounds": 0})
-        pass_fd(m, vmstate, os.O_RDONLY)
-        m.qmp.execute("migrate-incoming", {"uri": f"fd:{VMSTATE_FD}"})
-        deadline = time.monotonic() + LOAD_TIMEOUT_S
-        while (m.qmp.execute("query-status") or {}).get("status") != "paused":
-            if time.monotonic() > deadline or not m.child.isalive():
-                raise QMPError(f"the saved state {vmstate} did not load (QEMU stderr: "
-                               f"{last_lines(m.qemu_stderr(), 3)})")
-            time.sleep(0.01)
+        m.load_state(vmstate)
         for prop in TRIGGER_PROPS:
             if prop in triggers:
                 value = int(triggers[prop]) if prop in INT_PROPS else triggers[prop]
-                m.qmp.execute("qom-set", {"path": CONSOLE_UART_QOM, "property": prop,
+                m.qmp.execute("qom-set", {"path": m.console_uart_qom, "property": prop,
                                           "value": value})
         if gdb_port is None:
             m.qmp.execute("cont")
