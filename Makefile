@@ -16,7 +16,7 @@ PACKAGES := \
 	python3 python3-pytest python3-pexpect python3-pytest-xdist python3-jsonschema python3-jinja2 gdb \
 	chromium libvirt-daemon-system libvirt-clients python3-libvirt tini iproute2
 
-.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check report libvirtd bench bench-commands bench-cold clean prune-cache clean-cache
+.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check report libvirtd scenarios hosts bench bench-commands bench-fleet bench-cold clean prune-cache clean-cache
 
 help:
 	@echo "make demo        the patched kernel: an NMI's emergency line overtakes a backlog, live"
@@ -31,8 +31,12 @@ help:
 	@echo "make replay RUN=DIR [GDB=1]  re-run a recorded boot, compare its evidence bytes"
 	@echo "make report [JUNIT=runs/junit.xml]  HTML page per kept run (verdicts, transcript, timeline) + index"
 	@echo "make libvirtd    start libvirtd (for pytest --backend libvirt) unless it runs"
+	@echo "make scenarios HOSTS=FILE  the scenarios on a fleet of libvirt hosts (docs/fleet.md);"
+	@echo "                 HOSTS= also spreads flake-check, mutants and determinism-check"
+	@echo "make hosts HOSTS=FILE  check that each host of a fleet answers"
 	@echo "make bench       printk latency/throughput (virtual time), time to verdict, rig diff speed (+ check)"
 	@echo "make bench-commands  what make demo and make test cost from a fresh clone (bench-cold: empty cache)"
+	@echo "make bench-fleet  the scenario suite on one test host vs two, and what sending inputs costs"
 	@echo "make determinism-check  golden scenarios 10 times: byte-identical evidence?"
 	@echo "make clean       remove run directories;  make clean-cache  remove the build cache"
 	@echo "make prune-cache [HOURS=168]  remove cache entries nothing used for that long"
@@ -52,11 +56,23 @@ initramfs: deps
 series-check: deps
 	@$(RIG) build series-check
 
+# A fleet of libvirt hosts (docs/fleet.md): HOSTS=FILE runs the scenarios of
+# these targets there, one pytest-xdist worker per slot of its hosts.
+FLEET_ARGS = $(if $(HOSTS),--hosts $(abspath $(HOSTS)))
+
 flake-check: build
-	@$(RIG) flakes --runs 5 -- scenarios $(PYTEST_ARGS)
+	@$(RIG) flakes --runs 5 -- scenarios $(FLEET_ARGS) $(PYTEST_ARGS)
 
 mutants: build
-	@$(RIG) mutants -- scenarios $(PYTEST_ARGS)
+	@$(RIG) mutants -- scenarios $(FLEET_ARGS) $(PYTEST_ARGS)
+
+scenarios: build
+	@test -n "$(HOSTS)" || { echo "usage: make scenarios HOSTS=hosts.txt (docs/fleet.md)"; exit 2; }
+	@$(PYTEST) -v $(FLEET_ARGS) scenarios $(PYTEST_ARGS)
+
+hosts: deps
+	@test -n "$(HOSTS)" || { echo "usage: make hosts HOSTS=hosts.txt (docs/fleet.md)"; exit 2; }
+	@$(RIG) hosts --hosts $(HOSTS) --check
 
 golden: build
 	@$(RIG) golden -- $(PYTEST_ARGS)
@@ -77,6 +93,10 @@ bench-commands: deps
 	@$(RIG) bench --command "make demo" --page docs/measurements
 	@$(RIG) bench --command "make test" --page docs/measurements
 
+# The scenario suite on one test host and on two (network namespaces, root).
+bench-fleet: build
+	@$(RIG) bench --fleet --page docs/measurements
+
 bench-cold: deps
 	@$(RIG) bench --command "make demo" --cold --page docs/measurements
 	@$(RIG) bench --command "make test" --cold --page docs/measurements
@@ -85,7 +105,7 @@ report: deps
 	@$(RIG) report --junit $(or $(JUNIT),runs/junit.xml)
 
 determinism-check: build
-	@$(RIG) determinism --runs 10 -- scenarios $(PYTEST_ARGS)
+	@$(RIG) determinism --runs 10 -- scenarios $(FLEET_ARGS) $(PYTEST_ARGS)
 
 build: deps
 	@$(RIG) build kernel qemu initramfs

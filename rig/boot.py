@@ -18,6 +18,7 @@ from rig.rundir import BootResult, RunDir
 from rig.vm import backend, completeness, snapshot
 from rig.vm import outcome as outcome_mod
 from rig.vm.phases import Phase, default_phases, panic_hold_phases, warm_reset_phases
+from rig.vm.remote_host import HostError
 from rig.vm.qemu_argv import DEFAULT_ICOUNT_SHIFT, HOST_CLOCK, ICOUNT_CLOCK, MachineConfig
 
 _counter = itertools.count()
@@ -58,6 +59,9 @@ class BootRequest:
     min_free_mb: int = rundir.DEFAULT_MIN_FREE_MB
     # Give up waiting for the host lock after this long (None: wait).
     lock_timeout_s: Optional[float] = None
+    # Set on the second run of a boot whose remote host failed: which host,
+    # its error, the first run's directory (rig.boot.rerun_elsewhere).
+    rerun_of: Optional[Dict[str, str]] = None
 
 
 def new_run_dir(name: str, flavor: str) -> Path:
@@ -139,6 +143,26 @@ def time_split(prepare_s: float, host_wait_s: float, phases, finish_s: float) ->
         ("guest", guest), ("finish", finish_s))}
 
 
+def rerun_elsewhere(req: BootRequest, live: Optional[IO], failure: "HostError",
+                    run_dir: Path) -> BootResult:
+    """A remote host failed during the boot: it is passed over from now on,
+    and the boot runs once more on the next host of the fleet; its summary
+    says so (rerun). With no host left, or for a boot that is already a
+    rerun, the host's error stands."""
+    backend.FAILED.add(failure.host_name)
+    if req.rerun_of is not None or backend.host_for_this_worker() is None:
+        raise failure
+    first_line = str(failure).splitlines()[0]
+    print(f"[boot] {first_line}\n[boot] running {req.name} once more on host "
+          f"{backend.host_for_this_worker().name}", flush=True)
+    rerun_of = {"failed_host": failure.host_name, "error": first_line,
+                "failed_run_dir": str(run_dir)}
+    again = boot(replace(req, rerun_of=rerun_of,
+                         run_dir=Path(f"{req.run_dir}-rerun") if req.run_dir else None),
+                 live=live)
+    return again
+
+
 def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
     from rig.vm.accel import resolve_accel
     started = time.monotonic()
@@ -187,8 +211,11 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
                           module_sha256=initrd["outputs"].get("module_sha256")),
     })
     prepare_s = time.monotonic() - started
-    with machine as m:
-        result = m.run()
+    try:
+        with machine as m:
+            result = m.run()
+    except HostError as e:
+        return rerun_elsewhere(req, live, e, run_dir)
     finishing = time.monotonic()
     booted = result.outcome
     missing = completeness.problems(run_dir, machine, booted)
@@ -213,6 +240,8 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
         "accel": accel,
         "backend": backend.selected(),
         **({"libvirt_uri": machine.uri} if hasattr(machine, "uri") else {}),
+        **({"host": machine.fleet_host.name} if hasattr(machine, "fleet_host") else {}),
+        **({"rerun_of": req.rerun_of} if req.rerun_of else {}),
         "clock": req.clock,
         "icount_shift": req.icount_shift if req.clock == ICOUNT_CLOCK else None,
         "baud_model": req.baud_model,

@@ -34,6 +34,13 @@ OPTIONS = (
         action="append", metavar="URI",
         help="libvirt URI for --backend libvirt (default qemu:///system); repeat it to "
              "spread pytest-xdist workers over several hosts")),
+    (("--hosts",), dict(
+        metavar="FILE",
+        help="a fleet of libvirt hosts, one `NAME URI [slots=N] [lock=host|machine]` per "
+             "line (docs/fleet.md); implies --backend libvirt")),
+    (("--host-slots",), dict(
+        type=int, metavar="N",
+        help="boots each --libvirt-uri host runs at once (default 1)")),
     (("--snapshot",), dict(
         choices=["on", "off"], default="on",
         help="start boots from the VM saved at init's snapshot point where they allow it "
@@ -53,8 +60,9 @@ def add_to(add_option: Callable[..., Any]) -> None:
 def apply(option: Callable[[str], Any]) -> bool:
     """Set up the kernel and backend the options choose; option(name) reads
     one (argparse's dest name). True if --kernel chose a kernel."""
-    if option("backend") or option("libvirt_uri"):
-        backend.choose(option("backend") or "libvirt", option("libvirt_uri") or [])
+    if option("backend") or option("libvirt_uri") or option("hosts"):
+        backend.choose(option("backend") or "libvirt", option("libvirt_uri") or [],
+                       option("hosts"), option("host_slots"))
     if option("kernel"):
         from rig.artifacts import custom
         custom.use(option("kernel"), option("kernel_build"))

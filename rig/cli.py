@@ -334,6 +334,8 @@ def cmd_bench(args) -> int:
         return bench.show(Path(args.from_json), page_dir, args.check)
     if args.command:
         return bench.command(args.command, args.cold, out, page_dir)
+    if args.fleet:
+        return bench.fleet_suite(out, page_dir)
     return bench.main(args.lines, out, args.check, args.stress_records,
                       args.verdict_runs, args.verdict_workers, page_dir)
 
@@ -389,6 +391,10 @@ def add_bench(sub) -> None:
     p.add_argument("--cold", action="store_true",
                    help="with --command: an empty build cache (ccache included), as on a "
                         "new machine; the step times of its builds are recorded too")
+    p.add_argument("--fleet", action="store_true",
+                   help="measure the scenario suite on one test host and on two instead "
+                        "(network namespaces with a libvirtd each, needs root; "
+                        "docs/fleet.md), and what sending the inputs costs")
     p.set_defaults(func=cmd_bench)
 
 
@@ -424,6 +430,39 @@ def cmd_prune(args) -> int:
     return 0
 
 
+def add_hosts(sub) -> None:
+    p = sub.add_parser("hosts", help="the fleet of libvirt hosts: list them, check them",
+                       description="The hosts of --hosts FILE or --libvirt-uri (docs/fleet.md), "
+                       "with their slots; --check connects to each and says what it runs. "
+                       "Exit 0, 1 when a host does not answer, 2 a bad hosts file.")
+    p.add_argument("--hosts", metavar="FILE", help="a hosts file")
+    p.add_argument("--libvirt-uri", action="append", default=[], metavar="URI")
+    p.add_argument("--host-slots", type=int, default=1, metavar="N",
+                   help="slots of each --libvirt-uri host (default 1)")
+    p.add_argument("--slots", action="store_true",
+                   help="print only the total of slots (the workers to run)")
+    p.add_argument("--check", action="store_true", help="connect to each host")
+    p.set_defaults(func=cmd_hosts)
+
+
+def cmd_hosts(args) -> int:
+    from rig.fleet import check, hosts
+    fleet = (hosts.read(Path(args.hosts)) if args.hosts else
+             hosts.from_uris(args.libvirt_uri, args.host_slots) if args.libvirt_uri else None)
+    if fleet is None:
+        raise hosts.HostsError("give --hosts FILE or --libvirt-uri URI")
+    if args.slots:
+        print(sum(h.slots for h in fleet))
+        return 0
+    if not args.check:
+        for h in fleet:
+            print(f"{h.name} {h.uri} slots={h.slots} lock={h.lock}")
+        return 0
+    ok, lines = check.report(fleet)
+    print("\n".join(lines))
+    return 0 if ok else 1
+
+
 def add_cache(sub) -> None:
     p = sub.add_parser("cache", help="the build cache: prune what nothing used lately")
     what = p.add_subparsers(dest="cache_cmd", required=True)
@@ -440,7 +479,7 @@ def add_cache(sub) -> None:
 # Each subcommand registers its own parser, beside the function that runs it.
 SUBCOMMANDS = (add_build, add_boot, add_run, add_flakes, add_diff, add_parse, add_results,
                add_replay, add_golden, add_determinism, add_report, add_bench, add_mutants,
-               add_demo, add_cache)
+               add_demo, add_cache, add_hosts)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -457,6 +496,7 @@ def main(argv=None) -> int:
     from rig.inputs import BadInput
     from rig.rundir import RunDirError
     from rig.vm.remote_host import HostError
+    from rig.fleet.hosts import HostsError
     args = build_parser().parse_args(argv)
     # SIGTERM/SIGHUP unwind like Ctrl-C: builds kill their make process group
     # and boots their QEMU on the way out.
@@ -466,7 +506,8 @@ def main(argv=None) -> int:
         args.flavor = list(paths.FLAVORS)
     try:
         return args.func(args)
-    except (BuildError, BadInput, RunDirError, HostLockTimeout, HostError) as e:
+    except (BuildError, BadInput, RunDirError, HostLockTimeout, HostError,
+            HostsError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -27,6 +27,8 @@ VARIABLES = {
     "custom_build": "RIG_CUSTOM_BUILD",   # and its build directory
     "backend": "RIG_BACKEND",             # direct or libvirt
     "libvirt_uris": "RIG_LIBVIRT_URI",    # comma-separated
+    "hosts_file": "RIG_HOSTS",            # a fleet's hosts file (rig.fleet.hosts)
+    "host_slots": "RIG_HOST_SLOTS",       # slots of each --libvirt-uri host
     "host_lock": "RIG_HOST_LOCK",         # the host lock's path (rig.vm.hostshare)
     "host_lock_log": "RIG_HOST_LOCK_LOG",  # where the lock's holders are logged
     "kernel_src": "KERNEL_SRC",           # a Linux tree instead of Debian's source
@@ -43,6 +45,8 @@ class Config:
     custom_build: Optional[str] = None
     backend: Optional[str] = None
     libvirt_uris: Tuple[str, ...] = ()
+    hosts_file: Optional[str] = None
+    host_slots: Optional[str] = None
     host_lock: Optional[str] = None
     host_lock_log: Optional[str] = None
     kernel_src: Optional[str] = None

@@ -2,6 +2,8 @@
 pytest.ini loads with -p, so that the options are known however the command
 line is ordered (a conftest.py is found only after the paths are)."""
 
+import pytest
+
 from rig import boot_options, paths
 from rig.artifacts import custom
 
@@ -24,6 +26,29 @@ def pytest_addoption(parser):
                          "are always kept)")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """A fleet without -n: one pytest-xdist worker per slot of its hosts."""
+    if hasattr(config, "workerinput") or getattr(config.option, "numprocesses", 0) is not None:
+        return
+    uris = config.getoption("libvirt_uri") or []
+    if not config.getoption("hosts") and len(uris) < 2:
+        return
+    from rig.fleet import hosts
+    try:
+        fleet = (hosts.read(config.getoption("hosts")) if config.getoption("hosts") else
+                 hosts.from_uris(uris, config.getoption("host_slots") or 1))
+    except hosts.HostsError as e:
+        raise pytest.UsageError(str(e)) from None
+    # What xdist's own pytest_cmdline_main makes of -n N, which ran before
+    # this one (it was registered later).
+    workers = sum(h.slots for h in fleet)
+    config.option.numprocesses = workers
+    config.option.tx = ["popen"] * workers
+    if config.option.dist == "no":
+        config.option.dist = "load"
+
+
 def pytest_configure(config):
     # SIGTERM/SIGHUP unwind like Ctrl-C, so that a build started by a test
     # kills its make process group and a boot its QEMU. Not in an xdist
@@ -34,7 +59,11 @@ def pytest_configure(config):
         from rig.vm.machine import install_signal_cleanup
         install_signal_cleanup()
     # In the configuration, so that build subprocesses and xdist workers see it too.
-    boot_options.apply(config.getoption)
+    from rig.fleet.hosts import HostsError
+    try:
+        boot_options.apply(config.getoption)
+    except HostsError as e:
+        raise pytest.UsageError(str(e)) from None
 
 
 def pytest_generate_tests(metafunc):

@@ -53,6 +53,11 @@ def rig_boot(request):
                 req = replace(req, lock_timeout_s=request.config.getoption("lock_timeout"))
             result = boot(req)
             add_times(request.node, result.summary.get("time_s", {}))
+            rerun = result.summary.get("rerun_of")
+            if rerun:
+                request.node.user_properties.append(
+                    ("rerun_elsewhere", f"{rerun['error']}; ran again on host "
+                                        f"{result.summary.get('host')}"))
             dirs.append(result.run_dir)
         judged.append(result.run_dir)
         request.node.user_properties.append(("run_dir", str(result.run_dir)))

@@ -4,10 +4,13 @@
 # namespaces. Gives libvirt private state, pool and runtime directories
 # (tmpfs: nobody outside this mount namespace sees them), then runs a
 # libvirtd that listens on the host's address alone.
-#   host-init.sh ADDRESS POOL_MIB
+#   host-init.sh ADDRESS POOL_MIB [HIDDEN_DIR...]
+# Each HIDDEN_DIR (the harness's tree, cache, run directories, /tmp) becomes
+# an empty tmpfs here: the host cannot read a file the harness wrote.
 set -eu
 addr=$1
 pool_mib=$2
+shift 2
 
 mount --make-rprivate /
 for d in /run /etc/libvirt /var/cache/libvirt /var/log/libvirt; do
@@ -16,6 +19,9 @@ done
 # The pools live here: its size is the host's disk.
 mount -t tmpfs -o "mode=0755,size=${pool_mib}m" tmpfs /var/lib/libvirt
 mount -t proc proc /proc
+for d in "$@"; do
+	mount -t tmpfs -o mode=0755,size=1m tmpfs "$d"
+done
 # Consoles are ptys of this host's own.
 mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts /dev/pts
 mount --bind /dev/pts/ptmx /dev/ptmx

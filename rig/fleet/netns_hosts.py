@@ -18,9 +18,12 @@ parent-death signal, and the harness's on the namespace launcher), and
 stop() tears a fleet down; the namespaces of a fleet whose maker was killed
 are swept by the next one.
 """
+import contextlib
 import ctypes
+import fcntl
 import itertools
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -37,6 +40,7 @@ POOL_MIB = 2048
 PR_SET_PDEATHSIG = 1
 NEEDS = ("ip", "unshare", "tini", "libvirtd")
 _slots = itertools.count()      # this process's hosts: namespace names and /30s
+_subnet = None                  # this process's /24 of NETWORK, taken at its first host
 
 
 class FleetError(RuntimeError):
@@ -139,17 +143,57 @@ def _remove_netns(netns: str) -> None:
     subprocess.run(["ip", "netns", "del", netns], capture_output=True)
 
 
+def hidden() -> List[str]:
+    """What of the harness's machine a host must not see: the rig's tree, its
+    build cache and run directories, the temporary and home directories.
+    Each is a tmpfs in the host's mount namespace: a domain that named a
+    file of the harness would fail, not quietly read it."""
+    from rig import paths
+    found: List[Path] = []
+    candidates = {p.resolve() for p in (paths.REPO, paths.cache_root(), paths.runs_root(),
+                                        Path("/tmp"), Path("/var/tmp"), Path.home())}
+    for p in sorted(candidates, key=lambda p: len(p.parts)):
+        # Under a hidden directory already: hidden with it.
+        if p.is_dir() and p != Path("/") and not any(h in p.parents for h in found):
+            found.append(p)
+    return [str(p) for p in found]
+
+
+def _take_subnet() -> int:
+    """A /24 of NETWORK no other process's hosts use; call it under
+    _address_lock until the first host's address is set."""
+    global _subnet
+    if _subnet is None:
+        used = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True,
+                              text=True).stdout
+        taken = {int(m) for m in re.findall(rf"inet {re.escape(NETWORK)}\.(\d+)\.", used)}
+        free = [n for n in range(256) if n not in taken]
+        if not free:
+            raise FleetError(f"every /24 of {NETWORK}.0.0/16 is in use")
+        _subnet = free[0]
+    return _subnet
+
+
+@contextlib.contextmanager
+def _address_lock():
+    """Two test workers make hosts at once: one takes a /24 at a time."""
+    from rig import rundir
+    with open(rundir.runtime_dir() / "fleet-addresses.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def start(count: int, workdir: Path, pool_mib: int = POOL_MIB,
           names: Optional[List[str]] = None) -> List[TestHost]:
     """count hosts, each with pool_mib of pool space; logs in workdir."""
     sweep()
     workdir.mkdir(parents=True, exist_ok=True)
     names = names or [f"fleet-{chr(ord('a') + i)}" for i in range(count)]
-    subnet = os.getpid() % 250
     hosts: List[TestHost] = []
     try:
-        for name in names:
-            hosts.append(_start_host(name, next(_slots), subnet, workdir, pool_mib))
+        with _address_lock():
+            for name in names:
+                hosts.append(_start_host(name, next(_slots), workdir, pool_mib))
         for host in hosts:
             _wait_ready(host)
     except BaseException:
@@ -158,9 +202,9 @@ def start(count: int, workdir: Path, pool_mib: int = POOL_MIB,
     return hosts
 
 
-def _start_host(name: str, index: int, subnet: int, workdir: Path,
-                pool_mib: int) -> TestHost:
+def _start_host(name: str, index: int, workdir: Path, pool_mib: int) -> TestHost:
     pid = os.getpid()
+    subnet = _take_subnet()
     netns = f"{PREFIX}-{pid}-{index}"
     if index >= 64:
         raise FleetError("a process makes at most 64 test hosts (one /24 of addresses)")
@@ -180,7 +224,8 @@ def _start_host(name: str, index: int, subnet: int, workdir: Path,
             # with the harness (its parent-death signal).
             proc = subprocess.Popen(
                 ["ip", "netns", "exec", netns, "unshare", "--mount", "--pid", "--fork",
-                 "tini", "-p", "SIGKILL", "--", str(INIT), theirs, str(pool_mib)],
+                 "tini", "-p", "SIGKILL", "--", str(INIT), theirs, str(pool_mib)]
+                + hidden(),
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 preexec_fn=_die_with_parent)
     except BaseException:

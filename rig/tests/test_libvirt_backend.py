@@ -71,7 +71,7 @@ def test_workers_take_the_uris_in_turn(monkeypatch):
     monkeypatch.setenv(config.VARIABLES["libvirt_uris"], "qemu+ssh://a/system,qemu+ssh://b/system")
     for worker, uri in (("gw0", "a"), ("gw1", "b"), ("gw2", "a")):
         monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
-        assert backend.uri_for_this_worker() == f"qemu+ssh://{uri}/system"
+        assert backend.host_for_this_worker().uri == f"qemu+ssh://{uri}/system"
 
 
 def rig_domains():

@@ -125,6 +125,30 @@ def test_a_remote_boot_is_the_direct_backends_byte_for_byte(host, monkeypatch):
 
 
 @pytest.mark.boots
+@pytest.mark.parametrize("cmdline,cls", [("rig.steps=kmsg", "clean"),
+                                         ("rig.panic=1", "panic"),
+                                         ("rig.steps=run rigprintk.second_console=early",
+                                          "guest-error"),
+                                         ("rig.hang=1", "hang")])
+def test_exit_classes_on_a_remote_host(host, monkeypatch, cmdline, cls):
+    # Restored from init's snapshot, as on this machine; the hang's timeout
+    # is real time, on the host's clock.
+    on(monkeypatch, host.uri)
+    res = boot(BootRequest(flavor=FLAVOR, cmdline=cmdline, init_timeout_s=5, snapshot=True,
+                           clock="host" if cls == "hang" else "icount",
+                           name=f"remote-{cls}"))
+    assert res.outcome.cls == cls, res.outcome.detail
+    if cls == "clean":
+        assert res.outcome.exit_status == 33          # read back from the trace
+    if cls == "hang":
+        # The phase, the last console lines the stream showed, and where
+        # each vCPU is (HMP through the monitor passthrough).
+        assert "rig-init: step hang: stopping here on purpose" in res.outcome.detail
+        assert "vCPU stacks at the hang" in res.outcome.detail, res.outcome.detail
+    assert host_domains(host.uri) == []
+
+
+@pytest.mark.boots
 def test_a_remote_restore_is_the_direct_backends_byte_for_byte(host, tmp_path):
     # S7 (the UART's NMI, icount): restored from init's snapshot on both;
     # the remote one loads the template's state image by path.

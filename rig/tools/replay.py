@@ -54,6 +54,7 @@ def resolve_input(role: str, entry: Dict, flavor: str) -> Path:
 
 def request_of(b: Dict) -> BootRequest:
     fields = dict(b["request"])
+    fields.pop("rerun_of", None)        # a replay is a run of its own
     if fields.get("qmp_when"):
         pattern, command, arguments = fields["qmp_when"]
         fields["qmp_when"] = (pattern.encode("latin-1"), command, arguments)

@@ -2,7 +2,10 @@
 it, before any verdict: a cut file must never pass for a quiet kernel.
 
 console.log   the console bytes the harness read from QEMU's console (QEMU
-              writes the log itself and silently drops what it cannot write)
+              writes the log itself and silently drops what it cannot write);
+              on a remote host, where the console stream is a live view
+              whose end the pty's hangup may cut, the log must begin with
+              every byte the stream carried
 uart.log      the device's own count of the records it logged and lost,
 (uart2.log)   which QEMU writes into the header when it ends (format version 2)
 side.bin      its framing, and init's final status line, which a run that
@@ -20,7 +23,24 @@ from rig.rundir import RunDir
 from rig.vm.outcome import DEBUG_EXIT_CODES, Outcome
 
 
+def console_view_problem(log: Path, prefix: int, seen: int, seen_sha256: str) -> List[str]:
+    """The log must hold, after the restore's prefix, the bytes the live view saw."""
+    import hashlib
+    data = log.read_bytes() if log.exists() else b""
+    if len(data) < prefix + seen:
+        return [f"console.log holds {len(data)} bytes, fewer than the {prefix + seen} the "
+                "console stream showed: QEMU could not write them (a full disk in the "
+                "host's pool or a write error)"]
+    if hashlib.sha256(data[prefix:prefix + seen]).hexdigest() != seen_sha256:
+        return [f"console.log differs from the {seen} bytes the console stream showed "
+                f"(from byte {prefix} on): the log is not the console's"]
+    return []
+
+
 def console_problem(run_dir: Path, machine, died_by_signal: bool = False) -> List[str]:
+    if machine.console_is_live_view:
+        return console_view_problem(RunDir(run_dir).console_log, machine.console_prefix,
+                                    machine.tally.bytes, machine.tally.sha256.hexdigest())
     expected = machine.console_log_expected()
     if expected is None:
         return []

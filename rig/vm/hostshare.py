@@ -110,10 +110,12 @@ def alone_on(clock: str) -> bool:
 
 
 @contextmanager
-def hold(alone: bool, what: str = "", timeout_s: Optional[float] = None):
+def hold(alone: bool, what: str = "", timeout_s: Optional[float] = None,
+         path: Optional[Path] = None):
     """Exclusive for a boot on the host's clock (alone=True), shared for one
-    on the icount clock; what names the holder in the log and in wait reports."""
-    path = lock_path()
+    on the icount clock; what names the holder in the log and in wait reports.
+    path: another host's lock (a remote host's, rig.fleet.hosts)."""
+    path = path or lock_path()
     fd = open_lock(path)
     asked, got = time.monotonic(), None
     try:

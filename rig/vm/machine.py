@@ -99,6 +99,9 @@ class Machine:
     # QEMU writes into "\r\n" on the harness's side (OPOST, ONLCR).
     console_adds_cr = True
     console_uart_qom = CONSOLE_UART_QOM     # where qom-set finds the console UART
+    # The console the harness reads is every byte QEMU sent (False), or a
+    # live view that may miss the end (a remote host's console stream).
+    console_is_live_view = False
 
     def __init__(self, cfg: MachineConfig, phases: List[Phase], live: Optional[IO] = None,
                  on_phase: Optional[Callable[["Machine", str], None]] = None,
@@ -189,11 +192,16 @@ class Machine:
             asked = time.monotonic()
             stack.enter_context(hostshare.hold(alone=hostshare.alone_on(self.cfg.clock),
                                                 what=self.cfg.run_dir.name,
-                                                timeout_s=self.lock_timeout_s))
+                                                timeout_s=self.lock_timeout_s,
+                                                path=self.host_lock()))
             self.host_wait_s = since(asked)
             self.start()
             self._host = stack.pop_all()    # held until __exit__; released if start fails
         return self
+
+    def host_lock(self) -> Optional[Path]:
+        """The lock of the host QEMU runs on; None: this machine's."""
+        return None
 
     def __exit__(self, *exc) -> None:
         with self._host:

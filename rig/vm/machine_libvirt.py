@@ -57,6 +57,30 @@ def domain_name(run_dir: Path) -> str:
     return f"rig-{run_dir.name[:60]}-{digest}"
 
 
+def domain_active(dom) -> bool:
+    import libvirt
+    try:
+        return dom is not None and bool(dom.isActive())
+    except libvirt.libvirtError:      # a transient domain is gone once it stopped
+        return False
+
+
+def end_domain(dom, console_closed: bool) -> bool:
+    """Let a domain whose console ended go by itself (QEMU is on its way
+    out), else destroy it; True when the rig destroyed it."""
+    import libvirt
+    deadline = time.monotonic() + (GONE_WAIT_S if console_closed else 0)
+    while domain_active(dom) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not domain_active(dom):
+        return False
+    try:
+        dom.destroy()
+    except libvirt.libvirtError:
+        pass
+    return True
+
+
 def exit_status_from_trace(run: RunDir, killed_by_rig: bool,
                            events: List[dict]) -> Tuple[Optional[int], Optional[int]]:
     """QEMU's exit status as libvirt's QEMU leaves it: the guest's write to
@@ -152,26 +176,11 @@ class LibvirtMachine(Machine):
                 return int(p.read_text().split()[0])
         return None
 
-    def _active(self) -> bool:
-        import libvirt
-        try:
-            return self.dom is not None and bool(self.dom.isActive())
-        except libvirt.libvirtError:      # a transient domain is gone once it stopped
-            return False
-
     def kill(self) -> None:
         import libvirt
         if self.dom is not None:
-            # After the console's EOF QEMU is on its way out: let libvirt see it go.
-            deadline = time.monotonic() + (GONE_WAIT_S if self._console_closed() else 0)
-            while self._active() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if self._active():
+            if end_domain(self.dom, self._console_closed()):
                 self._killed_by_rig = True
-                try:
-                    self.dom.destroy()
-                except libvirt.libvirtError:
-                    pass
             self.dom = None
         if self.child is not None:
             self.child.close()

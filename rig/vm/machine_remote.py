@@ -18,17 +18,18 @@ machine as the direct backend's, driven through libvirt's API alone.
 import collections
 import hashlib
 import json
-import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from pexpect import fdpexpect
 
+from rig import rundir
+from rig.fleet.hosts import FleetHost
 from rig.rundir import RunDir, RunDirError
 from rig.vm import state_image
 from rig.vm.libvirt_domain import remote_domain_xml, remote_uart_qom
 from rig.vm.machine import Machine, _live, ConsoleTally
-from rig.vm.machine_libvirt import GONE_WAIT_S, domain_name, exit_status_from_trace
+from rig.vm.machine_libvirt import domain_name, end_domain, exit_status_from_trace
 from rig.vm.remote_console import ConsoleStream
 from rig.vm.remote_host import Host, HostError
 from rig.vm.remote_qmp import PassthroughQMP
@@ -44,16 +45,19 @@ TAIL_BYTES = 8192
 
 
 class TailTally(ConsoleTally):
-    """Also keeps the console's last bytes: a host that is lost takes
-    console.log with it."""
+    """Also keeps the console's last bytes (a host that is lost takes
+    console.log with it) and the sha256 of all it saw (console.log must
+    begin with them: rig.vm.completeness)."""
 
     def __init__(self, live=None):
         super().__init__(live)
         self.tail: "collections.deque[bytes]" = collections.deque()
         self.tail_bytes = 0
+        self.sha256 = hashlib.sha256()
 
     def write(self, data: bytes) -> None:
         super().write(data)
+        self.sha256.update(data)
         self.tail.append(data)
         self.tail_bytes += len(data)
         while self.tail_bytes - len(self.tail[0]) > TAIL_BYTES:
@@ -67,12 +71,17 @@ class TailTally(ConsoleTally):
 
 class RemoteMachine(Machine):
     console_adds_cr = False       # the stream carries the bytes as QEMU wrote them
+    # libvirtd reads the pty's far end; when QEMU exits, the pty's hangup
+    # discards what libvirtd had not read yet. console.log (QEMU's own log
+    # of the chardev) is whole.
+    console_is_live_view = True
 
-    def __init__(self, cfg, phases, uri: str, **kwargs):
+    def __init__(self, cfg, phases, fleet_host: FleetHost, **kwargs):
         super().__init__(cfg, phases, **kwargs)
         self.tally = TailTally(self.live)
-        self.uri = uri
-        self.host = Host(uri)
+        self.fleet_host = fleet_host
+        self.uri = fleet_host.uri
+        self.host = Host(fleet_host.uri, fleet_host.name)
         self.name = domain_name(cfg.run_dir)
         self.console_uart_qom = remote_uart_qom(self.argv)
         self.transfer = Transfer()
@@ -84,6 +93,7 @@ class RemoteMachine(Machine):
         self.host_paths: Dict[str, str] = {}     # run directory file -> the host's path
         self.run_volumes: List[str] = []
         self.state_path = ""
+        self.host_args: List[str] = []
         self.host_failure: Optional[HostError] = None
 
     # -- inputs and outputs ------------------------------------------------
@@ -152,13 +162,15 @@ class RemoteMachine(Machine):
         return [qemu, "-L", firmware] + argv
 
     # -- lifetime ------------------------------------------------------------
-    def start(self) -> None:
-        import libvirt
+    def prepare(self) -> None:
+        """Connect, send the inputs, create the output volumes: before the
+        host lock, which a transfer does not need (and a state image's
+        conversion, a local QEMU, takes itself)."""
         self.write_plan()
-        conn = self.host.connect()
+        self.host.connect()
         _live.add(self)
         self.storage = Storage(self.host, self.transfer)
-        argv = self.host_argv()
+        self.host_args = self.host_argv()
         if self.cfg.restore:
             image = state_image.image(Path(self.cfg.restore).parent, self.cfg)
             source = f"{file_sha256(image)[:24]}-{image.name}"
@@ -166,15 +178,29 @@ class RemoteMachine(Machine):
             clone = f"run-{self.name}-{image.name}"
             self.run_volumes.append(clone)
             self.state_path = self.storage.clone(self.pool, source, clone)
-        xml = remote_domain_xml(argv, self.name, self.host_paths[RunDir.QEMU_TRACE],
+
+    def __enter__(self) -> "RemoteMachine":
+        try:
+            self.prepare()
+            return super().__enter__()
+        except BaseException:
+            self.kill()
+            raise
+
+    def start(self) -> None:
+        """Create the domain paused, open its console, run it (a restore's
+        prelude runs it once the state is loaded)."""
+        import libvirt
+        xml = remote_domain_xml(self.host_args, self.name, self.host_paths[RunDir.QEMU_TRACE],
                                 self.cfg.warm_reset)
         run = self.cfg.run
         domain_file = run.write_text(RunDir.DOMAIN_XML, xml)
         run.write_text(RunDir.LIBVIRT_URI, self.uri + "\n")
         try:
-            self.dom = conn.createXML(xml, libvirt.VIR_DOMAIN_START_PAUSED |
-                                      libvirt.VIR_DOMAIN_START_AUTODESTROY)
-            self.console = ConsoleStream(conn, self.dom, self.console_uart_qom.split("/")[-1])
+            self.dom = self.host.conn.createXML(xml, libvirt.VIR_DOMAIN_START_PAUSED |
+                                                libvirt.VIR_DOMAIN_START_AUTODESTROY)
+            self.console = ConsoleStream(self.host.conn, self.dom,
+                                         self.console_uart_qom.split("/")[-1])
             self.host.on_lost.append(self.console.lost)
         except libvirt.libvirtError as e:
             raise self.host.error(f"starting domain {self.name} ({domain_file})", e) from None
@@ -182,11 +208,19 @@ class RemoteMachine(Machine):
         self.child = fdpexpect.fdspawn(self.console.harness_end.detach(), timeout=None,
                                        maxread=4096, searchwindowsize=16384)
         self.child.logfile_read = self.tally
-        if not self.cfg.restore:        # a restore's prelude loads the state, then runs it
+        if not self.cfg.restore:
             try:
                 self.dom.resume()
             except libvirt.libvirtError as e:
                 raise self.host.error(f"resuming domain {self.name}", e) from None
+
+    def host_lock(self) -> Optional[Path]:
+        """A boot on the host's clock runs alone on its host: this harness's
+        lock of that host, or this machine's for a host on its CPUs."""
+        if self.fleet_host.lock == "machine":
+            return None
+        digest = hashlib.sha256(self.uri.encode()).hexdigest()[:12]
+        return rundir.runtime_dir() / f"host-{self.fleet_host.name[:40]}-{digest}.lock"
 
     def open_qmp(self) -> PassthroughQMP:
         qmp = PassthroughQMP(self.host.conn, self.dom, f"host {self.host.name} domain "
@@ -198,29 +232,14 @@ class RemoteMachine(Machine):
     def load_state(self, vmstate: Path) -> None:
         state_image.load(self.qmp, self.state_path)
 
-    def _active(self) -> bool:
-        import libvirt
-        try:
-            return self.dom is not None and bool(self.dom.isActive())
-        except libvirt.libvirtError:      # a transient domain is gone once it stopped
-            return False
-
     def kill(self) -> None:
         """Destroy the domain if it still runs, fetch the evidence, delete the
         run's volumes, close the connection. Never raises: a host that
         failed is kept in host_failure for run() to report."""
-        import libvirt
         if self.dom is not None:
-            console_closed = self.child is not None and getattr(self.child, "flag_eof", False)
-            deadline = time.monotonic() + (GONE_WAIT_S if console_closed else 0)
-            while self._active() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if self._active():
+            closed = self.child is not None and getattr(self.child, "flag_eof", False)
+            if end_domain(self.dom, closed):
                 self._killed_by_rig = True
-                try:
-                    self.dom.destroy()
-                except libvirt.libvirtError:
-                    pass
             self.dom = None
         if self.console is not None:
             self.console.close()

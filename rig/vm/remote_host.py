@@ -62,9 +62,9 @@ CLOSE_REASONS = {0: "the host closed the connection (libvirtd gone?)",
 class Host:
     """One connection to a remote libvirt host."""
 
-    def __init__(self, uri: str):
+    def __init__(self, uri: str, name: Optional[str] = None):
         self.uri = uri
-        self.name = host_name(uri)
+        self.name = name or host_name(uri)
         self.conn = None
         self.lost: Optional[str] = None       # why the connection closed, once it did
         # Called (in libvirt's event thread) with the reason when it closes.

@@ -100,24 +100,39 @@ class Storage:
         if name in self._pools:
             return self._pools[name]
         what = f"setting up storage pool {name}"
-        try:
+        # One worker of this harness sets a pool up at a time; another
+        # harness doing it at once is met by looking again.
+        with self._lock(name, ""):
             try:
-                pool = self.conn.storagePoolLookupByName(name)
+                pool = self._define(name)
+                if not pool.isActive():
+                    try:
+                        pool.create(0)
+                    except libvirt.libvirtError:
+                        if not pool.isActive():
+                            raise
+                pool.refresh(0)
             except libvirt.libvirtError as e:
-                if e.get_error_code() != libvirt.VIR_ERR_NO_STORAGE_POOL:
-                    raise
-                pool = self.conn.storagePoolDefineXML(
-                    f"<pool type='dir'><name>{name}</name><target>"
-                    f"<path>{POOL_ROOT}/{name}</path><permissions><mode>0755</mode>"
-                    "<owner>0</owner><group>0</group></permissions></target></pool>", 0)
-                pool.build(0)
-                pool.setAutostart(1)
-            if not pool.isActive():
-                pool.create(0)
-            pool.refresh(0)
-        except libvirt.libvirtError as e:
-            raise self.host.error(what, e) from None
+                raise self.host.error(what, e) from None
         self._pools[name] = pool
+        return pool
+
+    def _define(self, name: str):
+        import libvirt
+        try:
+            return self.conn.storagePoolLookupByName(name)
+        except libvirt.libvirtError as e:
+            if e.get_error_code() != libvirt.VIR_ERR_NO_STORAGE_POOL:
+                raise
+        try:
+            pool = self.conn.storagePoolDefineXML(
+                f"<pool type='dir'><name>{name}</name><target>"
+                f"<path>{POOL_ROOT}/{name}</path><permissions><mode>0755</mode>"
+                "<owner>0</owner><group>0</group></permissions></target></pool>", 0)
+        except libvirt.libvirtError:
+            return self.conn.storagePoolLookupByName(name)   # defined meanwhile
+        pool.build(0)
+        pool.setAutostart(1)
         return pool
 
     def _lookup(self, pool, name: str):

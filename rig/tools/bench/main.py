@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from rig.artifacts import built as artifacts
-from rig.tools.bench import commands, diff, guest, page, report, verdict
+from rig.tools.bench import commands, diff, fleet, guest, page, report, verdict
 
 
 def machine_name() -> str:
@@ -54,20 +54,42 @@ def main(lines: int, out: Path, do_check: bool, stress_records: int, verdict_run
     return show(out, page_dir, do_check)
 
 
-def command(cmd: str, cold: bool, out: Path, page_dir: Optional[Path]) -> int:
-    """Measure one command (rig.tools.bench.commands) into today's bench
-    JSON (page_dir's, else out), and show its page; 1 if the command failed."""
-    result = dict(commands.measure(cmd, cold), machine=machine_name())
+def todays(out: Path, page_dir: Optional[Path]) -> "tuple[Path, dict]":
+    """Today's bench JSON (page_dir's, else out) and what it holds."""
     today = datetime.date.today().isoformat()
     target = page_dir / f"{today}.json" if page_dir is not None else out
     data = json.loads(target.read_text()) if target.exists() else {}
     if data.get("meta", {}).get("date") != today:
         data = {"meta": {"date": today, "machine": machine_name(), "cpus": os.cpu_count()}}
     target.parent.mkdir(parents=True, exist_ok=True)
+    return target, data
+
+
+def command(cmd: str, cold: bool, out: Path, page_dir: Optional[Path]) -> int:
+    """Measure one command (rig.tools.bench.commands) into today's bench
+    JSON, and show its page; 1 if the command failed."""
+    result = dict(commands.measure(cmd, cold), machine=machine_name())
+    target, data = todays(out, page_dir)
     target.write_text(json.dumps(commands.merge(data, result), indent=2) + "\n")
     print(f"JSON: {target}")
     show(target, page_dir, False)
     return 0 if result["exit_status"] == 0 else 1
+
+
+def fleet_suite(out: Path, page_dir: Optional[Path]) -> int:
+    """The scenario suite on one test host and on two (rig.tools.bench.fleet)
+    into today's bench JSON; 1 if a test did not pass."""
+    artifacts.qemu(build=True)
+    for flavor in ("vanilla", "patched"):
+        artifacts.kernel(flavor, build=True)
+        artifacts.initramfs(flavor, build=True)
+    result = dict(fleet.measure(out.parent / "bench-fleet"), machine=machine_name())
+    target, data = todays(out, page_dir)
+    data["fleet"] = result
+    target.write_text(json.dumps(data, indent=2) + "\n")
+    print(f"JSON: {target}")
+    show(target, page_dir, False)
+    return 1 if any(r["not_passed"] or not r["tests"] for r in result["runs"]) else 0
 
 
 def show(json_file: Path, page_dir: Optional[Path], do_check: bool) -> int:

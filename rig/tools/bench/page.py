@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 from typing import Dict, List
 
-from rig.tools.bench import commands, diff, report
+from rig.tools.bench import commands, diff, fleet, report
 from rig.tools.bench.guest import FlavorFigures
 
 
@@ -59,6 +59,9 @@ def render(data: Dict, source: str) -> str:
                   report.verdict_table(data["time_to_verdict"])]
     if data.get("rig_diff"):
         parts += ["## rig diff (host wall time)\n", diff.table(data["rig_diff"])]
+    if data.get("fleet"):
+        parts += ["## The scenario suite on a fleet of test hosts (host wall time)\n",
+                  fleet.table(data["fleet"])]
     if "patched" in data:
         parts += ["## The bench's check\n", verdict(data)]
     return "\n".join(parts)
@@ -68,9 +71,12 @@ def write(data: Dict, directory: Path) -> Path:
     """DIR/DATE.md and, beside it, the JSON it was rendered from."""
     directory.mkdir(parents=True, exist_ok=True)
     kept = directory / f"{data['meta']['date']}.json"
-    if "commands" not in data and kept.is_file():
-        # The day's commands (rig bench --command) stay on the day's page.
-        data = dict(data, commands=json.loads(kept.read_text()).get("commands", []))
+    if kept.is_file():
+        # The day's commands and fleet runs (rig bench --command, --fleet)
+        # stay on the day's page.
+        before = json.loads(kept.read_text())
+        data = dict(data, **{k: before[k] for k in ("commands", "fleet")
+                             if k not in data and k in before})
     kept.write_text(json.dumps(data, indent=2) + "\n")
     page = kept.with_suffix(".md")
     page.write_text(render(data, kept.name))

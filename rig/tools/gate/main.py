@@ -96,6 +96,13 @@ def parse_args(argv):
                         "(default: its origin remote, if that is one)")
     p.add_argument("--out", type=Path,
                    help="where the results go (default runs/gate-<time>)")
+    p.add_argument("--hosts", metavar="FILE",
+                   help="run the boot checks and both suites on this fleet of libvirt hosts "
+                        "(docs/fleet.md), one pytest-xdist worker per slot")
+    p.add_argument("--libvirt-uri", action="append", default=[], metavar="URI",
+                   help="a libvirt host to run on (repeatable), instead of --hosts")
+    p.add_argument("--host-slots", type=int, metavar="N",
+                   help="slots of each --libvirt-uri host (default 1)")
     p.add_argument("pytest_args", nargs="*",
                    help="after --: the tests to run and pytest options (default: scenarios)")
     return p.parse_args(argv)
@@ -119,6 +126,9 @@ def repo_url(tree: Path, given: Optional[str]) -> str:
 
 def gate(args) -> int:
     config.set_fields(mutant=None)           # the gate's kernels are the tree's own
+    if args.hosts or args.libvirt_uri:
+        from rig.vm import backend
+        backend.choose("libvirt", args.libvirt_uri, args.hosts, args.host_slots)
     out = (args.out or paths.runs_root() / f"gate-{datetime.datetime.now():%Y%m%d-%H%M%S}")
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -156,10 +166,12 @@ def gate(args) -> int:
 
 
 def main(argv=None) -> int:
+    from rig.fleet.hosts import HostsError
+    from rig.vm.remote_host import HostError
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         return gate(args)
-    except (GateError, BuildError) as e:
+    except (GateError, BuildError, HostError, HostsError) as e:
         print(f"[gate] CANNOT JUDGE: {e}", file=sys.stderr, flush=True)
         return EXIT_CANNOT
     except KeyboardInterrupt:
