@@ -18,7 +18,6 @@ machine as the direct backend's, driven through libvirt's API alone.
 import collections
 import hashlib
 import json
-import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -44,11 +43,6 @@ FIRMWARE = ("bios-256k.bin", "linuxboot_dma.bin", "kvmvapic.bin")
 OUTPUTS = RunDir.EVIDENCE + RunDir.SECOND_CONSOLE_EVIDENCE + (RunDir.QEMU_TRACE,)
 TRANSFER = "transfer.json"
 TAIL_BYTES = 8192
-# QEMU's pty chardev notices that a reader opened the pty on a 1 s timer
-# (chardev/char-pty.c); until then it drops, logging them all the same, the
-# bytes the pty cannot take at once. So the guest runs once that timer has
-# ticked after libvirt opened the console.
-PTY_CONNECT_S = 1.05
 
 
 class TailTally(ConsoleTally):
@@ -102,7 +96,6 @@ class RemoteMachine(Machine):
         self.state_path = ""
         self.host_args: List[str] = []
         self.host_failure: Optional[HostError] = None
-        self.guest_may_run_at = 0.0
 
     # -- inputs and outputs ------------------------------------------------
     def _qemu_dir(self, dirs: List[str]) -> Tuple[str, str]:
@@ -210,7 +203,6 @@ class RemoteMachine(Machine):
             self.console = ConsoleStream(self.host.conn, self.dom,
                                          self.console_uart_qom.split("/")[-1])
             self.host.on_lost.append(self.console.lost)
-            self.guest_may_run_at = time.monotonic() + PTY_CONNECT_S
         except libvirt.libvirtError as e:
             raise self.host.error(f"starting domain {self.name} ({domain_file})", e) from None
         # The descriptor is the pexpect object's from here on; it closes it.
@@ -218,7 +210,6 @@ class RemoteMachine(Machine):
                                        maxread=4096, searchwindowsize=16384)
         self.child.logfile_read = self.tally
         if not self.cfg.restore:
-            self.wait_for_the_pty()
             try:
                 self.dom.resume()
             except libvirt.libvirtError as e:
@@ -232,15 +223,9 @@ class RemoteMachine(Machine):
         digest = hashlib.sha256(self.uri.encode()).hexdigest()[:12]
         return rundir.runtime_dir() / f"host-{self.fleet_host.name[:40]}-{digest}.lock"
 
-    def wait_for_the_pty(self) -> None:
-        """Until QEMU's pty chardev has seen libvirt's console open (PTY_CONNECT_S)."""
-        left = self.guest_may_run_at - time.monotonic()
-        if left > 0:
-            time.sleep(left)
-
     def open_qmp(self) -> PassthroughQMP:
         qmp = PassthroughQMP(self.host.conn, self.dom, f"host {self.host.name} domain "
-                             f"{self.name}", before_cont=self.wait_for_the_pty)
+                             f"{self.name}")
         self.qmp = qmp
         qmp.connect(timeout=15.0)
         return qmp

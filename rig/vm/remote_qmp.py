@@ -17,10 +17,8 @@ from rig.vm.qmp import QMPError
 
 
 class PassthroughQMP:
-    def __init__(self, conn, dom, where: str,
-                 before_cont: Optional[Callable[[], None]] = None):
+    def __init__(self, conn, dom, where: str):
         self.conn = conn
-        self.before_cont = before_cont       # what must hold before the guest runs
         self.dom = dom
         self.where = where               # the host and domain, for errors
         self.events: List[Dict[str, Any]] = []
@@ -60,8 +58,6 @@ class PassthroughQMP:
                            "passthrough to a remote host")
         if self.closed:
             raise QMPError(f"QMP not connected, cannot run {name}")
-        if name == "cont" and self.before_cont is not None:
-            self.before_cont()
         command: Dict[str, Any] = {"execute": name}
         if args:
             command["arguments"] = args
