@@ -6,6 +6,7 @@ runs' transfer.json files (rig.vm.machine_remote). All the hosts share this
 machine's CPUs: the figures show what spreading costs and gains, not what
 more machines would."""
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Dict, List
@@ -37,6 +38,9 @@ def transfer_totals(runs: Path) -> Dict:
 def suite_on(fleet_file: Path, out: Path, label: str, suite: List[str]) -> Dict:
     junit = out / f"{label}.junit.xml"
     runs = out / f"{label}-runs"
+    # Only this suite's runs count: not an earlier bench's.
+    shutil.rmtree(runs, ignore_errors=True)
+    junit.unlink(missing_ok=True)
     print(f"[bench] fleet: {label}: pytest {' '.join(suite)} --hosts {fleet_file}", flush=True)
     start = time.monotonic()
     pytest_run.run(suite + ["--hosts", str(fleet_file), "--keep-runs"], junit,
