@@ -107,11 +107,10 @@ class Storage:
                 pool = self._define(name)
                 if not pool.isActive():
                     try:
-                        pool.create(0)
+                        pool.create(0)       # starting it reads the directory
                     except libvirt.libvirtError:
                         if not pool.isActive():
                             raise
-                pool.refresh(0)
             except libvirt.libvirtError as e:
                 raise self.host.error(what, e) from None
         self._pools[name] = pool
@@ -233,13 +232,11 @@ class Storage:
 
     def fetch(self, pool_name: str, wanted: Dict[str, Path]) -> Dict[str, Optional[str]]:
         """Download volumes into their destinations (replacing them): volume
-        name -> its sha256, or None when the host has no such volume."""
-        import libvirt
+        name -> its sha256, or None when the host has no such volume. A
+        download reads the file to its end, whatever size libvirt last saw
+        (no pool refresh: libvirt refuses one while another worker uploads
+        into the pool)."""
         pool = self.pool(pool_name)
-        try:
-            pool.refresh(0)          # QEMU wrote them: their sizes changed
-        except libvirt.libvirtError as e:
-            raise self.host.error(f"refreshing pool {pool_name}", e) from None
         return {name: self._fetch(pool, name, dest) for name, dest in wanted.items()}
 
     def _fetch(self, pool, name: str, dest: Path) -> Optional[str]:
