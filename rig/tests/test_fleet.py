@@ -118,7 +118,9 @@ def test_a_boot_whose_host_dies_runs_again_on_another(fleet_dir, tmp_path):
     doomed, spare = netns_hosts.start(2, fleet_dir / "dies", names=["fleet-doomed",
                                                                     "fleet-spare"])
     env = dict(os.environ, RIG_RUNS=str(tmp_path / "runs"))
-    # gw0 (no xdist) takes the first host; init sleeps 3 s of guest time.
+    # Not an xdist worker (this test may run in one): the boot takes the
+    # first host. Init sleeps 3 s of guest time.
+    env.pop("PYTEST_XDIST_WORKER", None)
     harness = subprocess.Popen(
         [sys.executable, "-m", "rig", "boot", "--hosts",
          str(hosts_file(tmp_path / "hosts", [doomed, spare])), "--flavor", "patched",
