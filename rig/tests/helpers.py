@@ -88,3 +88,22 @@ def run_suite(tmp_path, args):
                           cwd=paths.REPO, env=env, capture_output=True, text=True)
     assert junit.is_file(), f"pytest did not run:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}"
     return verdicts(junit), proc
+
+
+# One boot of each exit class, through a libvirt backend: (kernel parameters, class).
+EXIT_CLASS_BOOTS = [("rig.steps=kmsg", "clean"),
+                    ("rig.panic=1", "panic"),
+                    # no second UART for the module's console
+                    ("rig.steps=run rigprintk.second_console=early", "guest-error"),
+                    ("rig.hang=1", "hang")]
+
+
+def fleet_workdir(tmp_path_factory) -> Path:
+    """A directory for test hosts (rig.fleet.netns_hosts); skips, saying
+    why, where this machine cannot make them."""
+    import pytest
+    from rig.fleet import netns_hosts
+    why = netns_hosts.why_not()
+    if why:
+        pytest.skip(why)
+    return tmp_path_factory.mktemp("fleet")

@@ -13,7 +13,7 @@ import pytest
 
 from rig import paths
 from rig.fleet import hosts, netns_hosts
-from rig.tests.helpers import run_suite
+from rig.tests.helpers import fleet_workdir, run_suite
 
 
 def test_a_hosts_file_names_hosts_slots_and_locks():
@@ -51,10 +51,7 @@ def test_uris_on_the_command_line_are_hosts_named_after_them():
 
 @pytest.fixture(scope="module")
 def fleet_dir(tmp_path_factory):
-    why = netns_hosts.why_not()
-    if why:
-        pytest.skip(why)
-    return tmp_path_factory.mktemp("fleet")
+    return fleet_workdir(tmp_path_factory)
 
 
 def hosts_file(path: Path, test_hosts) -> Path:

@@ -12,6 +12,7 @@ import pytest
 
 from rig import paths
 from rig.fleet import hosts, netns_hosts
+from rig.tests.helpers import fleet_workdir
 
 pytestmark = pytest.mark.boots
 
@@ -21,10 +22,7 @@ SUBSET = ["scenarios/test_s03_emergency_immediacy.py", "scenarios/test_s07_nmi_m
 
 @pytest.fixture(scope="module")
 def fleet_file(tmp_path_factory):
-    why = netns_hosts.why_not()
-    if why:
-        pytest.skip(why)
-    work = tmp_path_factory.mktemp("fleet")
+    work = fleet_workdir(tmp_path_factory)
     two = netns_hosts.start(2, work)
     path = work / "hosts.txt"
     # Test hosts share this machine's CPUs: its host lock, as a local boot.

@@ -16,7 +16,8 @@ import pytest
 
 from rig import config, paths
 from rig.boot import BootRequest, boot
-from rig.tests.helpers import process_gone, run_suite, wait_for, wait_for_hang_step
+from rig.tests.helpers import (EXIT_CLASS_BOOTS, process_gone, run_suite, wait_for,
+                               wait_for_hang_step)
 from rig.vm import backend, libvirt_stage
 from rig.vm.libvirt_domain import ZERO_UUID, DomainError, domain_xml, split_argv
 from rig.vm.qemu_argv import MachineConfig, build_argv
@@ -90,12 +91,7 @@ def libvirt_backend(monkeypatch):
 
 
 @pytest.mark.boots
-@pytest.mark.parametrize("cmdline,cls", [("rig.steps=kmsg", "clean"),
-                                         ("rig.panic=1", "panic"),
-                                         # no second UART for the module's console
-                                         ("rig.steps=run rigprintk.second_console=early",
-                                          "guest-error"),
-                                         ("rig.hang=1", "hang")])
+@pytest.mark.parametrize("cmdline,cls", EXIT_CLASS_BOOTS)
 def test_exit_classes_through_libvirt(libvirt_backend, cmdline, cls):
     # Restored from init's snapshot; on the icount clock, which shares the
     # host, except the hang, whose timeout is real time.

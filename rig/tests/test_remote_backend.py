@@ -21,7 +21,7 @@ import pytest
 from rig import config, paths
 from rig.boot import BootRequest, boot
 from rig.fleet import netns_hosts
-from rig.tests.helpers import run_suite, wait_for
+from rig.tests.helpers import EXIT_CLASS_BOOTS, fleet_workdir, run_suite, wait_for
 from rig.vm.libvirt_domain import remote_domain_xml, remote_uart_qom
 from rig.vm.qemu_argv import MachineConfig, build_argv
 from rig.vm.remote_host import HostError
@@ -62,10 +62,7 @@ def test_the_console_uart_becomes_libvirts_serial_and_the_devices_json(tmp_path)
 
 @pytest.fixture(scope="module")
 def fleet_dir(tmp_path_factory):
-    why = netns_hosts.why_not()
-    if why:
-        pytest.skip(why)
-    return tmp_path_factory.mktemp("fleet")
+    return fleet_workdir(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -125,11 +122,7 @@ def test_a_remote_boot_is_the_direct_backends_byte_for_byte(host, monkeypatch):
 
 
 @pytest.mark.boots
-@pytest.mark.parametrize("cmdline,cls", [("rig.steps=kmsg", "clean"),
-                                         ("rig.panic=1", "panic"),
-                                         ("rig.steps=run rigprintk.second_console=early",
-                                          "guest-error"),
-                                         ("rig.hang=1", "hang")])
+@pytest.mark.parametrize("cmdline,cls", EXIT_CLASS_BOOTS)
 def test_exit_classes_on_a_remote_host(host, monkeypatch, cmdline, cls):
     # Restored from init's snapshot, as on this machine; the hang's timeout
     # is real time, on the host's clock.
