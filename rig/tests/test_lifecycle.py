@@ -33,8 +33,14 @@ def test_hang_is_reported_with_its_phase_and_last_console_lines():
     assert "guest hung in phase init" in res.outcome.detail
     assert "rig-init: step hang: stopping here on purpose" in res.outcome.detail
     # Init sleeps, so both vCPUs idle: the stacks, walked over QMP, say so.
-    assert "vCPU 0: default_idle+" in res.outcome.detail, res.outcome.detail
-    assert "do_idle+" in (res.run_dir / "vcpu-stacks.txt").read_text()
+    # (A sample may catch a vCPU in a timer interrupt: the report quotes the
+    # last one, and the file has them all.)
+    assert "vCPU 0: " in res.outcome.detail and "vCPU 1: " in res.outcome.detail, \
+        res.outcome.detail
+    stacks = (res.run_dir / "vcpu-stacks.txt").read_text().splitlines()
+    for cpu in (0, 1):
+        assert any(line.startswith(f"vCPU {cpu}: default_idle+") for line in stacks), \
+            f"vCPU {cpu} idle in no sample:\n" + "\n".join(stacks)
     assert took < 4 + 15, f"hang reported only after {took:.1f} s"
     ended = {p.name: p.ended_by for p in res.phases}
     assert ended["init"] == "timeout" and ended["exit"] == "skipped"
