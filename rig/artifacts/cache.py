@@ -172,7 +172,7 @@ class Step:
 
 
 @contextmanager
-def _locked(path: Path):
+def locked(path: Path):
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -192,7 +192,7 @@ def ensure(step: Step, build: Callable[[Path], dict], force: bool = False) -> di
     build(out_dir) does the work and returns the outputs to record (paths
     relative to out_dir, figures); it must raise on failure.
     """
-    with _locked(lock_of(step.dir)):
+    with locked(lock_of(step.dir)):
         if step.is_built() and not force:
             m = step.manifest()
             say(step, f"cache hit {step.key} (built {m['built_at']}, {step.dir})")

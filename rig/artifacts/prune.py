@@ -56,7 +56,7 @@ def entries(root: Path) -> List[Entry]:
 
 
 def building(entry: Path) -> bool:
-    """A build holds the entry's lock (rig.artifacts.cache._locked)."""
+    """A build holds the entry's lock (rig.artifacts.cache.locked)."""
     lock = lock_of(entry)
     if not lock.exists():
         return False

@@ -20,7 +20,6 @@ are swept by the next one.
 """
 import contextlib
 import ctypes
-import fcntl
 import itertools
 import os
 import re
@@ -178,8 +177,8 @@ def _take_subnet() -> int:
 def _address_lock():
     """Two test workers make hosts at once: one takes a /24 at a time."""
     from rig import rundir
-    with open(rundir.runtime_dir() / "fleet-addresses.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    from rig.artifacts.cache import locked
+    with locked(rundir.runtime_dir() / "fleet-addresses.lock"):
         yield
 
 

@@ -86,9 +86,14 @@ class ConsoleTally:
 
 def last_lines(path: Path, n: int = LAST_LINES) -> str:
     try:
-        text = path.read_bytes()[-8192:].decode("utf-8", "replace")
+        return last_lines_of(path.read_bytes()[-8192:], n)
     except FileNotFoundError:
         return "(no console output)"
+
+
+def last_lines_of(data: bytes, n: int = LAST_LINES) -> str:
+    """The last n lines of console bytes that are not blank."""
+    text = data.decode("utf-8", "replace")
     lines = [ln.rstrip("\r") for ln in text.split("\n") if ln.strip()]
     return "\n".join(lines[-n:]) or "(no console output)"
 

@@ -29,12 +29,13 @@ from rig.inputs import BadInput
 from rig.rundir import RunDir, RunDirError
 from rig.vm import state_image
 from rig.vm.libvirt_domain import remote_domain_xml, remote_uart_qom
-from rig.vm.machine import Machine, _live, ConsoleTally
+from rig.vm.machine import Machine, _live, ConsoleTally, last_lines_of
 from rig.vm.machine_libvirt import domain_name, end_domain, exit_status_from_trace
 from rig.vm.remote_console import ConsoleStream
 from rig.vm.remote_host import Host, HostError
 from rig.vm.remote_qmp import PassthroughQMP
-from rig.vm.remote_storage import Storage, Transfer, cache_pool_name, file_sha256
+from rig.artifacts.cache import sha256_file
+from rig.vm.remote_storage import Storage, Transfer, cache_pool_name
 
 # What the rig's QEMU loads from its firmware directories for the rig's
 # machine (strace of a boot: SeaBIOS, the -kernel loader, the vAPIC ROM).
@@ -43,6 +44,11 @@ FIRMWARE = ("bios-256k.bin", "linuxboot_dma.bin", "kvmvapic.bin")
 OUTPUTS = RunDir.EVIDENCE + RunDir.SECOND_CONSOLE_EVIDENCE + (RunDir.QEMU_TRACE,)
 TRANSFER = "transfer.json"
 TAIL_BYTES = 8192
+
+
+def input_volume(path: Path) -> str:
+    """An input's volume, named by its content: <sha256 prefix>-<file name>."""
+    return f"{sha256_file(path)[:24]}-{path.name}"
 
 
 class TailTally(ConsoleTally):
@@ -64,10 +70,8 @@ class TailTally(ConsoleTally):
         while self.tail_bytes - len(self.tail[0]) > TAIL_BYTES:
             self.tail_bytes -= len(self.tail.popleft())
 
-    def last_lines(self, n: int = 15) -> str:
-        text = b"".join(self.tail).decode("utf-8", "replace")
-        lines = [ln.rstrip("\r") for ln in text.split("\n") if ln.strip()]
-        return "\n".join(lines[-n:]) or "(no console output)"
+    def last_lines(self) -> str:
+        return last_lines_of(b"".join(self.tail))
 
 
 class RemoteMachine(Machine):
@@ -109,7 +113,7 @@ class RemoteMachine(Machine):
                 raise BadInput(f"firmware {name} is in none of {', '.join(dirs)}: install "
                                "seabios and qemu-system-data (`make deps`)")
             files[name] = found[0]
-        digest = hashlib.sha256("".join(f"{n}\0{file_sha256(p)}\n"
+        digest = hashlib.sha256("".join(f"{n}\0{sha256_file(p)}\n"
                                         for n, p in sorted(files.items())).encode())
         pool = "printk-rig-qemu-" + digest.hexdigest()[:16]
         paths = {n: self.storage.put(pool, n, p, 0o755 if n == qemu.name else 0o644)
@@ -117,7 +121,7 @@ class RemoteMachine(Machine):
         return paths[qemu.name], str(Path(paths[qemu.name]).parent)
 
     def _input(self, path: Path) -> str:
-        return self.storage.put(self.pool, f"{file_sha256(path)[:24]}-{path.name}", path)
+        return self.storage.put(self.pool, input_volume(path), path)
 
     def _output(self, name: str) -> str:
         """A volume QEMU writes for run directory file name, starting with
@@ -174,7 +178,7 @@ class RemoteMachine(Machine):
         self.host_args = self.host_argv()
         if self.cfg.restore:
             image = state_image.image(Path(self.cfg.restore).parent, self.cfg)
-            source = f"{file_sha256(image)[:24]}-{image.name}"
+            source = input_volume(image)
             self.storage.put(self.pool, source, image)
             clone = f"run-{self.name}-{image.name}"
             self.run_volumes.append(clone)

@@ -20,8 +20,6 @@ written, which is what reuse trusts: a volume without its marker is a
 broken upload and is replaced. Workers of one harness take a lock per host
 and volume, so one of them uploads while the others wait.
 """
-import fcntl
-import functools
 import hashlib
 import os
 import time
@@ -31,26 +29,12 @@ from typing import Dict, Iterator, List, Optional
 from xml.sax.saxutils import escape
 
 from rig import rundir
+from rig.artifacts.cache import locked, sha256_file
 from rig.vm.remote_host import Host, HostError
 
 POOL_ROOT = "/var/lib/libvirt/printk-rig"
 CHUNK = 1 << 20
 MARKER = ".sha256"
-
-
-@functools.lru_cache(maxsize=256)
-def _sha256(path: str, size: int, mtime_ns: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(CHUNK), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file, kept per process while its size and mtime hold."""
-    st = path.stat()
-    return _sha256(str(path), st.st_size, st.st_mtime_ns)
 
 
 @dataclass
@@ -148,7 +132,7 @@ class Storage:
         """The host's path of volume `name` holding path's bytes: reused when
         the host holds it with a marker that matches, else uploaded and
         checked."""
-        sha = file_sha256(path)
+        sha = sha256_file(path)
         size = path.stat().st_size
         pool = self.pool(pool_name)
         with self._lock(pool_name, name):
@@ -303,18 +287,5 @@ class Storage:
 
     def _lock(self, pool_name: str, name: str):
         key = hashlib.sha256(f"{self.host.uri}\0{pool_name}\0{name}".encode()).hexdigest()[:16]
-        return _FileLock(rundir.runtime_dir() / f"volume-{key}.lock")
+        return locked(rundir.runtime_dir() / f"volume-{key}.lock")
 
-
-class _FileLock:
-    def __init__(self, path: Path):
-        self.path = path
-        self.fd = -1
-
-    def __enter__(self):
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc):
-        os.close(self.fd)
