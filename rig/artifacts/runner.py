@@ -8,6 +8,8 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Tuple
 
+from rig.children import popen_guarded
+
 PROGRESS_EVERY_S = 20.0
 
 
@@ -96,10 +98,10 @@ def run_logged(label: str, argv: Sequence[str], log: Path, cwd: Optional[Path] =
     with open(log, "ab") as out:
         out.write(("$ " + " ".join(argv) + "\n").encode())
         out.flush()
-        # Own session, so that an interrupted build takes all of make's children along.
-        proc = subprocess.Popen(list(argv), cwd=cwd, env=full_env, stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        # A session of its own under a guardian: an interrupted build takes
+        # all of make's children along, and so does a harness killed outright.
+        proc = popen_guarded(argv, cwd=cwd, env=full_env, stdout=out,
+                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
             rc = _wait_reporting(proc, label, log, start, progress)
         except BaseException:

@@ -9,6 +9,10 @@ FILE), one host per line:
     lab-2      qemu+tls://lab-2.example/system   slots=2
     fleet-a    qemu+tcp://198.18.7.2/system      slots=1 lock=machine
 
+The URI must be one the rig accepts (rig.fleet.uri): allow=NAME[,NAME]
+lets a line use libvirt URI parameters that run a command or name a file
+of this machine (keyfile=, command=, ...), each named.
+
 slots: how many boots the host runs at once (pytest-xdist workers bound to
 it). lock: whose host lock its boots hold (rig.vm.hostshare): `host`, the
 default, a lock of the harness's for that host, so that a boot on the
@@ -25,9 +29,12 @@ import shlex
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Set
+from typing import List, Optional, Set, Tuple
+
+from rig.fleet import uri as uris
 
 LOCKS = ("host", "machine")
+OPTIONS = "slots=N, lock=host|machine, allow=PARAM[,PARAM]"
 
 
 class HostsError(ValueError):
@@ -40,34 +47,45 @@ class FleetHost:
     uri: str
     slots: int = 1
     lock: str = "host"
+    allow: Tuple[str, ...] = ()       # URI parameters this host's line allows
 
 
 def name_of(uri: str) -> str:
     return urllib.parse.urlsplit(uri).hostname or uri
 
 
-def from_uris(uris: List[str], slots: int = 1) -> List[FleetHost]:
-    return [FleetHost(name_of(u), u, slots) for u in uris]
+def from_uris(given: List[str], slots: int = 1) -> List[FleetHost]:
+    """Hosts given as --libvirt-uri (no allow=: that needs a hosts file)."""
+    out = []
+    for u in given:
+        try:
+            out.append(FleetHost(name_of(uris.check(u)), u, slots))
+        except uris.URIError as e:
+            raise HostsError(f"--libvirt-uri {e}") from None
+    return out
 
 
 def parse(text: str, source: str = "hosts file") -> List[FleetHost]:
     hosts: List[FleetHost] = []
     for number, line in enumerate(text.splitlines(), 1):
-        words = shlex.split(line, comments=True)
+        where = f"{source}, line {number}"
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError as e:
+            raise HostsError(f"{where}: {e} in {line.strip()!r}") from None
         if not words:
             continue
-        where = f"{source}, line {number}"
         if len(words) < 2:
-            raise HostsError(f"{where}: want `NAME URI [slots=N] [lock=host|machine]`, "
-                             f"got {line.strip()!r}")
+            raise HostsError(f"{where}: want `NAME URI [slots=N] [lock=host|machine] "
+                             f"[allow=PARAM,...]`, got {line.strip()!r}")
         name, uri, options = words[0], words[1], {}
         if "://" not in uri:
             raise HostsError(f"{where}: {uri!r} is not a libvirt URI "
                              "(qemu+ssh://HOST/system, qemu+tls://..., qemu+tcp://...)")
         for word in words[2:]:
             key, eq, value = word.partition("=")
-            if not eq or key not in ("slots", "lock"):
-                raise HostsError(f"{where}: unknown option {word!r} (slots=N, lock=host|machine)")
+            if not eq or key not in ("slots", "lock", "allow"):
+                raise HostsError(f"{where}: unknown option {word!r} ({OPTIONS})")
             options[key] = value
         try:
             slots = int(options.get("slots", "1"))
@@ -81,7 +99,12 @@ def parse(text: str, source: str = "hosts file") -> List[FleetHost]:
             raise HostsError(f"{where}: lock={lock}: want host or machine")
         if any(h.name == name for h in hosts):
             raise HostsError(f"{where}: a second host named {name}")
-        hosts.append(FleetHost(name, uri, slots, lock))
+        allow = tuple(a for a in options.get("allow", "").split(",") if a)
+        try:
+            uris.check(uri, allow)
+        except uris.URIError as e:
+            raise HostsError(f"{where}: {e}") from None
+        hosts.append(FleetHost(name, uri, slots, lock, allow))
     if not hosts:
         raise HostsError(f"{source}: no hosts in it")
     return hosts
@@ -96,7 +119,8 @@ def read(path: Path) -> List[FleetHost]:
 
 
 def write(path: Path, hosts: List[FleetHost]) -> None:
-    path.write_text("".join(f"{h.name} {h.uri} slots={h.slots} lock={h.lock}\n"
+    path.write_text("".join(f"{h.name} {h.uri} slots={h.slots} lock={h.lock}"
+                            + (f" allow={','.join(h.allow)}" if h.allow else "") + "\n"
                             for h in hosts))
 
 

@@ -19,7 +19,6 @@ stop() tears a fleet down; the namespaces of a fleet whose maker was killed
 are swept by the next one.
 """
 import contextlib
-import ctypes
 import itertools
 import os
 import re
@@ -31,12 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
+from rig.children import die_with_parent
+
 INIT = Path(__file__).with_name("host-init.sh")
 PREFIX = "rigfleet"
 NETWORK = "198.18"
 READY_TIMEOUT_S = 30.0
 POOL_MIB = 2048
-PR_SET_PDEATHSIG = 1
 NEEDS = ("ip", "unshare", "tini", "libvirtd")
 _slots = itertools.count()      # this process's hosts: namespace names and /30s
 _subnet = None                  # this process's /24 of NETWORK, taken at its first host
@@ -105,10 +105,6 @@ def _run(*argv: str) -> None:
     done = subprocess.run(list(argv), capture_output=True, text=True)
     if done.returncode != 0:
         raise FleetError(f"`{' '.join(argv)}` failed: {done.stderr.strip()}")
-
-
-def _die_with_parent() -> None:
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def sweep() -> List[str]:
@@ -226,7 +222,7 @@ def _start_host(name: str, index: int, workdir: Path, pool_mib: int) -> TestHost
                  "tini", "-p", "SIGKILL", "--", str(INIT), theirs, str(pool_mib)]
                 + hidden(),
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent)
+                preexec_fn=die_with_parent(signal.SIGKILL))
     except BaseException:
         _remove_netns(netns)
         raise

@@ -4,6 +4,7 @@ the scenario suite split over two hosts with the verdicts of a local run, and
 a host that fails handing its boots to another, which says so."""
 import json
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -42,6 +43,39 @@ def test_a_hosts_file_names_hosts_slots_and_locks():
 def test_a_bad_hosts_file_is_named_with_its_line(text, problem):
     with pytest.raises(hosts.HostsError, match=problem.replace("(", r"\(")):
         hosts.parse(text)
+
+
+# A hosts file is shared between people and CI jobs, and the rig runs as root.
+@pytest.mark.parametrize("uri,problem", [
+    ("qemu+ssh://localhost/system?command=/tmp/evil.sh",
+     "parameter command= runs that program instead of ssh"),
+    ("qemu+ssh://lab/system?socket=/x;id", "parameter socket= goes into the command line"),
+    ("qemu+ssh://lab/system?netcat=evil", "parameter netcat= names the program"),
+    ("qemu+ssh://lab/system?keyfile=/root/.ssh/id_rsa", "keyfile= makes ssh read"),
+    ("qemu+tls://lab/system?pkipath=/etc", "pkipath= reads TLS keys"),
+    ("qemu+ssh://lab/system?known_hosts=/etc/passwd", "known_hosts= names a file libvirt "
+                                                       "writes"),
+    ("qemu+ext:///system?command=/bin/sh", "transport 'qemu+ext' is not one the rig uses"),
+    ("qemu+ssh://-oProxyCommand=id/system", "host '-oproxycommand=id' is not a host name"),
+    ("qemu+ssh://-l@lab/system", "user '-l' is not a user name"),
+    ("qemu+ssh://lab/system?frobnicate=1", "frobnicate= is not a libvirt URI parameter"),
+    ("qemu+ssh://lab/etc/passwd", "path '/etc/passwd'"),
+    ("qemu+unix:///system?socket=/tmp/s", "parameter socket="),
+])
+def test_a_hosts_line_that_could_run_a_command_or_name_a_file_is_refused(uri, problem):
+    with pytest.raises(hosts.HostsError, match=r"line 2: .*" + re.escape(problem)):
+        hosts.parse(f"ok qemu+ssh://ok/system\nbad {uri}\n")
+    with pytest.raises(hosts.HostsError, match=r"--libvirt-uri"):
+        hosts.from_uris([uri])
+
+
+def test_a_hosts_line_may_allow_a_guarded_parameter_by_name():
+    fleet = hosts.parse("lab qemu+ssh://ci@lab:2222/system?keyfile=/k&no_tty=1 allow=keyfile\n")
+    assert fleet[0].allow == ("keyfile",)
+    with pytest.raises(hosts.HostsError, match="line 1: .*command="):
+        hosts.parse("lab qemu+ssh://lab/system?keyfile=/k&command=/x allow=keyfile\n")
+    with pytest.raises(hosts.HostsError, match="allow=password: only command, socket"):
+        hosts.parse("lab qemu+ssh://lab/system allow=password\n")
 
 
 def test_uris_on_the_command_line_are_hosts_named_after_them():

@@ -11,12 +11,11 @@ docs/mutants.md, the generated page the docs link to.
 import datetime
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List
 
-from rig import config, paths, pytest_run
+from rig import children, config, paths, pytest_run
 from rig.artifacts.kernel import MUTANTS, kernel_step
 from rig.artifacts.patching import read_series
 from rig.tools.junit import failure_messages
@@ -68,8 +67,8 @@ def merged(series: List[str], rows: List[Dict], earlier: Dict[str, Dict]) -> Lis
 def run_mutant(name: str, key: str, tests: str, out_dir: Path, pytest_args: List[str]) -> Dict:
     env = config.environ(mutant=name)
     print(f"[mutants] {name}: building the patched kernel with the mutant on top", flush=True)
-    build = subprocess.run([sys.executable, "-m", "rig", "build", "kernel", "initramfs",
-                            "--flavor", "patched"], env=env)
+    build = children.run_tied([sys.executable, "-m", "rig", "build", "kernel", "initramfs",
+                               "--flavor", "patched"], env=env)
     if build.returncode != 0:
         return kill_row(name, "BUILD FAILED", {}, key, tests)
     junit = out_dir / f"mutant-{name}.xml"

@@ -51,6 +51,7 @@ def choose(backend: str, libvirt_uris: List[str], hosts_file: Optional[str] = No
            slots: Optional[int] = None) -> None:
     changes = {"backend": backend}
     if libvirt_uris:
+        fleet_hosts.from_uris(libvirt_uris)         # a URI the rig refuses is named now
         changes["libvirt_uris"] = tuple(libvirt_uris)
     if hosts_file:
         fleet_hosts.read(Path(hosts_file))          # a bad file is named now

@@ -12,7 +12,6 @@ path of the harness kills that group, so no QEMU outlives the rig.
 """
 import atexit
 import contextlib
-import ctypes
 import json
 import os
 import signal
@@ -23,6 +22,7 @@ from typing import IO, Callable, List, Optional, Tuple
 import pexpect
 
 from rig import paths, rundir
+from rig.children import set_death_signal
 from rig.rundir import BootResult, PhaseResult, RunDir
 from rig.vm import hostshare, vcpu_stacks
 from rig.vm import outcome as outcome_mod
@@ -30,7 +30,6 @@ from rig.vm.phases import PANIC_RE, Phase, drive, since
 from rig.vm.qemu_argv import CONSOLE_UART_QOM, MachineConfig, build_argv
 from rig.vm.qmp import QMPClient, QMPError
 
-PR_SET_PDEATHSIG = 1
 LAST_LINES = 15
 POLL_S = 0.2
 VMSTATE_FD = "vmstate"       # the name QEMU knows a passed state file by
@@ -48,14 +47,11 @@ def _kill_all_live() -> None:
 atexit.register(_kill_all_live)
 
 
-def _child_setup(stderr_path: str) -> None:
+def _child_setup(stderr_path: str, harness: int) -> None:
     """Runs in the forked child before exec: die with the harness, own stderr.
 
     (ptyprocess has closed inherited descriptors by now, so open by path.)"""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() == 1:  # the harness died between fork and prctl
-        os._exit(1)
+    set_death_signal(signal.SIGKILL, harness)
     # QEMU's files and sockets are its user's alone, whatever the caller's umask.
     os.umask(rundir.QEMU_UMASK)
     fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, rundir.FILE_MODE)
@@ -147,10 +143,10 @@ class Machine:
 
     def start(self) -> None:
         self.write_plan()
-        stderr_path = str(self.qemu_stderr())
+        stderr_path, harness = str(self.qemu_stderr()), os.getpid()
         self.child = pexpect.spawn(self.argv[0], self.argv[1:], timeout=None,
                                    maxread=4096, searchwindowsize=16384, echo=False,
-                                   preexec_fn=lambda: _child_setup(stderr_path))
+                                   preexec_fn=lambda: _child_setup(stderr_path, harness))
         _live.add(self)
         self.note(RunDir.QEMU_PID, f"{self.child.pid}\n")
         self.child.logfile_read = self.tally
