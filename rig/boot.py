@@ -13,6 +13,7 @@ from typing import IO, Callable, Dict, List, Optional, Tuple
 from rig import bundle, paths, rundir
 from rig import inputs as request_check
 from rig.artifacts import built as artifacts
+from rig.artifacts.firmware import firmware
 from rig.evidence import logparse
 from rig.rundir import BootResult, RunDir
 from rig.vm import backend, completeness, snapshot
@@ -64,11 +65,17 @@ class BootRequest:
     rerun_of: Optional[Dict[str, str]] = None
 
 
-def new_run_dir(name: str, flavor: str) -> Path:
-    """Unique per process and call, so parallel pytest workers never collide."""
+def run_dir_path(name: str, flavor: str) -> Path:
+    """A new run directory's path (not made yet): unique per process and
+    call, so parallel pytest workers never collide."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-")[:60]
-    d = paths.runs_root() / f"{stamp}-{safe}-{flavor}-{os.getpid()}-{next(_counter)}"
+    flavor = re.sub(r"[^A-Za-z0-9_.-]+", "-", flavor)[:20]
+    return paths.runs_root() / f"{stamp}-{safe}-{flavor}-{os.getpid()}-{next(_counter)}"
+
+
+def new_run_dir(name: str, flavor: str) -> Path:
+    d = run_dir_path(name, flavor)
     d.mkdir(parents=True)
     return rundir.make_private(d)
 
@@ -107,9 +114,11 @@ def slowness(req: BootRequest) -> float:
 
 
 def machine_plan(req: BootRequest, qemu: Path, kernel: Path, initrd: Path, run_dir: Path,
-                 accel: str) -> Tuple[MachineConfig, List[Phase], Optional[Callable]]:
+                 accel: str, firmware: Optional[Path] = None
+                 ) -> Tuple[MachineConfig, List[Phase], Optional[Callable]]:
     """The QEMU configuration, the phases and the phase hook of one boot."""
     cfg = MachineConfig(qemu=qemu, kernel=kernel, initrd=initrd, run_dir=run_dir,
+                        firmware=firmware,
                         cmdline=req.cmdline, smp=req.smp, memory_mb=req.memory_mb,
                         accel=accel, clock=req.clock,
                         icount_shift=req.icount_shift, baud_model=req.baud_model,
@@ -172,6 +181,7 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
     kernel = artifacts.kernel(req.flavor)
     request_check.check_kernel_image(kernel.path("bzImage"))
     qemu = artifacts.qemu()
+    fw = firmware()
     initrd = artifacts.initramfs(req.flavor, variant=req.initramfs)
     request_check.check_memory(req.memory_mb, {
         "kernel image": kernel.path("bzImage").stat().st_size,
@@ -180,14 +190,15 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
     accel = resolve_accel(req.accel, qemu, kernel, initrd)
     cfg, phases, on_phase = machine_plan(
         req, qemu.path("qemu-system-x86_64"), kernel.path("bzImage"),
-        initrd.path("initramfs"), run_dir, accel)
+        initrd.path("initramfs"), run_dir, accel, Path(fw["dir"]))
     inputs = {}
     prelude = None
     restorable = req.snapshot and snapshot.why_not(req, backend.selected()) is None
     if restorable:
         snap = artifacts.Artifact(snapshot.template(
             req.flavor, cfg, {"qemu": qemu["key"], "kernel": kernel["key"],
-                              "initramfs": initrd["key"]}, slowness(req),
+                              "initramfs": initrd["key"], "firmware": fw["key"]},
+            slowness(req),
             lock_timeout_s=req.lock_timeout_s))
         cfg, phases, prelude = snapshot.restore_plan(Path(snap["dir"]), cfg, phases)
         if live is not None:
@@ -204,6 +215,7 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
     bundle.write(run_dir, req, cfg, machine.argv, {**inputs,
         "qemu": bundle.input_entry(qemu, "qemu-system-x86_64",
                                    bundle.rebuild_command(req.flavor, "qemu")),
+        "firmware": bundle.firmware_entry(fw),
         "kernel": bundle.input_entry(kernel, "bzImage",
                                      bundle.rebuild_command(req.flavor, "kernel")),
         "initramfs": dict(bundle.input_entry(initrd, "initramfs",

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from rig import config, paths
-from rig.artifacts.cache import sha256_file
+from rig.artifacts.cache import sha256_bytes, sha256_file
 from rig.rundir import RunDir
 from rig.vm.qemu_argv import ICOUNT_CLOCK
 
-FORMAT = 2          # 2: the request names its clock
+FORMAT = 3          # 2: the request names its clock; 3: the firmware is an input
 NAME = RunDir.BUNDLE
 # The evidence files a replay must reproduce byte for byte; the second
 # console's only boots with the second console UART (BootRequest.second_uart).
@@ -49,14 +49,22 @@ def rig_commit() -> Dict[str, object]:
 
 
 def input_entry(artifact, output: str, rebuild: str) -> Dict[str, str]:
-    """One input file: where it is, what it is, and how to get it again. A
-    step that recorded the file's hash (OUTPUT_sha256) is taken at its word:
-    a snapshot's vmstate is 31 MB."""
+    """One input file: where it is, what it is (the sha256 of the file the
+    run uses: the cache checked it against its manifest, and the hash is
+    kept per process), and how to get it again."""
     path = artifact.path(output)
-    sha256 = artifact["outputs"].get(f"{output}_sha256") or sha256_file(path)
     return {"step": artifact.get("step", "custom"), "key": artifact.get("key", ""),
             "file": artifact["outputs"][output], "path": str(path),
-            "sha256": sha256, "rebuild": rebuild}
+            "sha256": sha256_file(path), "rebuild": rebuild}
+
+
+def firmware_entry(fw) -> Dict:
+    """The firmware directory QEMU loads from (-L): its files' hashes, and
+    one sha256 over them."""
+    files = {name: sha256_file(fw.path(name)) for name in sorted(fw["outputs"])}
+    return {"step": fw["step"], "key": fw["key"], "file": "", "path": fw["dir"],
+            "files": files, "sha256": sha256_bytes(json.dumps(files, sort_keys=True).encode()),
+            "rebuild": "any boot copies it from the system's seabios and qemu-system-data"}
 
 
 def rebuild_command(flavor: str, what: str) -> str:
@@ -77,7 +85,7 @@ def request_json(req) -> Dict:
 
 def write(run_dir: Path, req, cfg, argv: List[str], inputs: Dict[str, Dict]) -> None:
     machine = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
-               if f.name not in ("qemu", "kernel", "initrd", "run_dir")}
+               if f.name not in ("qemu", "kernel", "initrd", "run_dir", "firmware")}
     bundle = {
         "format": FORMAT,
         "name": req.name,

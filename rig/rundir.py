@@ -14,6 +14,7 @@ created 0700 and refused if it is a symlink, someone else's or open to others.
 """
 import json
 import os
+import shutil
 import stat
 import tempfile
 from dataclasses import dataclass, field
@@ -106,6 +107,15 @@ def write_text(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
         raise RunDirError(f"cannot write {path} ({len(text.encode())} bytes): {e.strerror}; "
                           f"{room(path)}") from None
+
+
+def copy_in(src: Path, dst: Path) -> None:
+    """A copy of src that is the run directory's: mode 0600 whatever the
+    umask and src's mode, never written through a symlink at dst."""
+    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+    with open(fd, "wb") as out, open(src, "rb") as f:
+        os.fchmod(out.fileno(), FILE_MODE)
+        shutil.copyfileobj(f, out, 1 << 20)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
-"""A built step's manifest as an artifact: located in the cache, or built
-on request, or refused with the make target that builds it."""
+"""A built step's manifest as an artifact: located in the cache (its files
+checked, rig.artifacts.cache), or built on request, or refused with the
+make target that builds it."""
 from pathlib import Path
 
+from rig.artifacts.cache import CacheEntryError, lock_of, locked
 from rig.artifacts.runner import BuildError
 
 
@@ -18,6 +20,12 @@ def locate(step, build_fn, build: bool, force: bool, what: str, make_target: str
     if not step.is_built():
         raise BuildError(f"{what} is not built for the current inputs (expected in "
                          f"{step.dir}): run `make {make_target}`")
-    m = step.manifest()
+    with locked(lock_of(step.dir)):
+        try:
+            m = step.manifest()
+        except CacheEntryError as e:
+            step.remove()
+            raise CacheEntryError(f"{e}. The entry is removed; build {what} again with "
+                                  f"`make {make_target}`") from None
     m["dir"] = str(step.dir)
     return Artifact(m)

@@ -1,4 +1,6 @@
-"""Cache keys: what changes a key, what does not, and what a miss says."""
+"""Cache keys: what changes a key, what does not, and what a miss says; a
+damaged entry is named and rebuilt, never used."""
+import json
 import shutil
 
 import pytest
@@ -56,6 +58,81 @@ def test_failed_build_leaves_no_manifest_and_is_redone(tmp_cache):
     assert not step.is_built()
     ensure(step, lambda out: {})
     assert step.is_built()
+
+
+def built_entry(payload: bytes = b"kernel image") -> Step:
+    step = Step("demo", {"src": "1"})
+    ensure(step, lambda out: (out / "image").write_bytes(payload) and {"image": "image",
+                                                                       "version": "1.0"})
+    return step
+
+
+DAMAGED_MANIFESTS = {
+    "truncated": (lambda text: text[:len(text) // 2], "manifest.json is not valid JSON"),
+    "empty": (lambda text: "", "manifest.json is not valid JSON"),
+    "not an object": (lambda text: "[1, 2]", "manifest.json holds a list, not a JSON object"),
+    "without outputs": (lambda text: text.replace('"outputs"', '"outputz"'),
+                        "manifest.json has no 'outputs'"),
+    "bad file record": (lambda text: text.replace('"sha256"', '"sha1"'),
+                        "manifest.json has a bad 'files' record"),
+}
+
+
+@pytest.mark.parametrize("case", list(DAMAGED_MANIFESTS))
+def test_a_damaged_manifest_is_named_removed_and_rebuilt(case, tmp_cache, capsys):
+    step = built_entry()
+    damage, problem = DAMAGED_MANIFESTS[case]
+    step.manifest_path.write_text(damage(step.manifest_path.read_text()))
+    with pytest.raises(cache.CacheEntryError, match=f"cache entry {step.dir} is damaged: "
+                                                    f"{problem}"):
+        step.manifest()
+    capsys.readouterr()
+    rebuilt = []
+    ensure(step, lambda out: rebuilt.append(1) or (out / "image").write_bytes(b"x") and
+           {"image": "image"})
+    assert rebuilt == [1]
+    assert f"is damaged: {problem}" in capsys.readouterr().out
+    assert step.manifest()["files"]["image"]["bytes"] == 1
+
+
+def test_a_file_changed_since_its_build_is_named_and_the_entry_rebuilt(tmp_cache, capsys):
+    step = built_entry()
+    assert step.manifest()["files"] == {"image": {"sha256": cache.sha256_bytes(b"kernel image"),
+                                                  "bytes": 12}}
+    image = step.dir / "image"
+    with open(image, "r+b") as f:           # one byte flipped in place, size unchanged
+        f.seek(3)
+        f.write(b"N")
+    with pytest.raises(cache.CacheEntryError, match=rf"its image \({image}\) has sha256 "
+                                                    r"\w+\.\.\., \w+\.\.\. when it was built"):
+        step.manifest()
+    image.write_bytes(b"short")
+    with pytest.raises(cache.CacheEntryError, match=r"is 5 bytes, 12 when it was built"):
+        step.manifest()
+    capsys.readouterr()
+    ensure(step, lambda out: (out / "image").write_bytes(b"kernel image") and {"image": "image"})
+    assert "removing it and building again" in capsys.readouterr().out
+    assert step.manifest()["files"]["image"]["bytes"] == 12
+
+
+def test_locate_removes_a_damaged_entry_and_names_the_command(tmp_cache):
+    from rig.artifacts.locate import locate
+    step = built_entry()
+    (step.dir / "image").write_bytes(b"kernel imagE")
+    with pytest.raises(cache.CacheEntryError, match=r"The entry is removed; build the demo "
+                                                    r"again with `make demo`"):
+        locate(step, None, False, False, "the demo", "demo")
+    assert not step.dir.exists()
+
+
+def test_an_entry_from_before_file_records_gets_them_at_first_use(tmp_cache, capsys):
+    step = built_entry()
+    m = json.loads(step.manifest_path.read_text())
+    del m["files"]
+    step.manifest_path.write_text(json.dumps(m))
+    assert step.manifest()["files"]["image"]["bytes"] == 12
+    assert "recorded the sha256 of its 1 file(s)" in capsys.readouterr().out
+    assert "files" in json.loads(step.manifest_path.read_text())
 
 
 def fake_patches(tmp_path, monkeypatch):

@@ -24,7 +24,8 @@ def cache(tmp_path, monkeypatch):
 
 def built(name: str, payload: str):
     step = Step(name, {"payload": payload})
-    ensure(step, lambda out: (out / "blob").write_bytes(payload.encode() * 1000) or {})
+    ensure(step, lambda out: (out / "blob").write_bytes(payload.encode() * 1000) and
+           {"blob": "blob"})
     return step
 
 

@@ -49,8 +49,8 @@ def test_every_run_directory_is_a_self_describing_bundle(panic_run):
     assert b["cmdline"].endswith("rig.snapshot=1")
     assert b["request"]["cmdline"] == PANIC_IN_NMI
     assert b["determinism"]["icount_shift"] == b["machine"]["icount_shift"]
-    # The saved VM is one more input.
-    assert set(b["inputs"]) == {"qemu", "kernel", "initramfs", "snapshot"}
+    # The firmware QEMU loads and the saved VM are inputs too.
+    assert set(b["inputs"]) == {"qemu", "firmware", "kernel", "initramfs", "snapshot"}
     assert b["inputs"]["initramfs"]["module_sha256"]
     assert b["outcome"] == "panic" and b["rig"]["commit"]
     for name in bundle.EVIDENCE:
@@ -70,7 +70,7 @@ def test_replay_of_a_booted_panic_run_is_byte_identical(tmp_path, capsys):
     result = boot(BootRequest(flavor="patched", name="replay-booted", cmdline=PANIC_IN_NMI,
                               clock="icount", run_dir=d))
     assert result.outcome.cls == "panic", result.outcome.detail
-    assert set(bundle.load(d)["inputs"]) == {"qemu", "kernel", "initramfs"}
+    assert set(bundle.load(d)["inputs"]) == {"qemu", "firmware", "kernel", "initramfs"}
     rc = replay.replay(d)
     out = capsys.readouterr().out
     assert rc == 0, out

@@ -1,13 +1,14 @@
 """Run bundles, replay and the determinism check, without booting: bundle
 errors, input resolution, the first-difference report and run matching."""
 import json
+import re
 
 import pytest
 
 from rig import bundle
-from rig.artifacts.cache import sha256_file
+from rig.artifacts.cache import Step, ensure, sha256_file
 from rig.evidence.uartlog import HEADER, RECORD
-from rig.tools import determinism, replay
+from rig.tools import determinism, replay, replay_trust
 
 
 def test_load_names_a_missing_or_broken_bundle(tmp_path):
@@ -24,22 +25,73 @@ def test_load_names_a_missing_or_broken_bundle(tmp_path):
         bundle.load(tmp_path)
 
 
-def test_an_input_is_found_in_the_cache_or_named_with_its_rebuild_command(tmp_path, monkeypatch):
+def test_an_input_comes_from_the_cache_checked_or_is_named_with_its_rebuild_command(
+        tmp_path, monkeypatch):
     monkeypatch.setenv("RIG_CACHE", str(tmp_path / "cache"))
-    cached = tmp_path / "cache" / "kernel-patched" / "abc" / "build" / "bzImage"
-    cached.parent.mkdir(parents=True)
-    cached.write_bytes(b"kernel")
-    entry = {"step": "kernel-patched", "key": "abc", "file": "build/bzImage",
+    step = Step("kernel-patched", {"src": "1"})
+    ensure(step, lambda out: (out / "bzImage").write_bytes(b"kernel") and
+           {"bzImage": "bzImage"})
+    cached = step.dir / "bzImage"
+    entry = {"step": "kernel-patched", "key": step.key, "file": "bzImage",
              "path": str(tmp_path / "gone" / "bzImage"), "sha256": sha256_file(cached),
-             "rebuild": "python3 -m rig build kernel --flavor patched"}
-    assert replay.resolve_input("kernel", entry, "patched") == cached
-    cached.write_bytes(b"rebuilt differently")
-    with pytest.raises(replay.ReplayError, match="another sha256.*rig build kernel --flavor "
-                                                 "patched"):
-        replay.resolve_input("kernel", entry, "patched")
-    cached.unlink()
-    with pytest.raises(replay.ReplayError, match="is missing: not at"):
-        replay.resolve_input("kernel", entry, "patched")
+             "rebuild": "rm -rf /"}
+    assert replay_trust.resolve("kernel", entry, "patched") == cached
+    with pytest.raises(bundle.BundleError, match=r"differs from the cache's .*"
+                                                 r"`python3 -m rig build kernel --flavor "
+                                                 r"patched`"):
+        replay_trust.resolve("kernel", dict(entry, sha256="0" * 64), "patched")
+    cached.write_bytes(b"kernek")           # changed in place: the entry is damaged
+    with pytest.raises(bundle.BundleError, match="is damaged: its bzImage .* changed since"):
+        replay_trust.resolve("kernel", entry, "patched")
+    step.remove()
+    with pytest.raises(bundle.BundleError, match="is not in the build cache: rebuild it"):
+        replay_trust.resolve("kernel", entry, "patched")
+
+
+@pytest.mark.parametrize("role,entry,problem", [
+    ("qemu", {"step": "custom", "key": "", "path": "/bin/sh"},
+     "the qemu must come from the cache step qemu, not 'custom'"),
+    ("qemu", {"step": "qemu", "key": "../../../bin"}, "does not name a cache entry"),
+    ("kernel", {"step": "kernel-vanilla", "key": "0" * 16},
+     "the kernel must come from the cache step kernel-patched"),
+    ("kernel", {"step": "custom", "path": "/bin/sh", "sha256": "x"},
+     "the custom kernel: kernel image /bin/sh: not a bzImage"),
+    ("shell", {"step": "qemu", "key": "0" * 16}, "input 'shell' is not one a boot has"),
+])
+def test_an_input_from_outside_the_cache_is_refused(role, entry, problem):
+    with pytest.raises(replay_trust.UntrustedBundle, match=re.escape(problem)):
+        replay_trust.resolve(role, entry, "patched")
+
+
+def bundle_of(**request):
+    return {"flavor": "patched", "machine": {"accel": "tcg"},
+            "request": dict({"flavor": "patched", "cmdline": "rig.steps=kmsg"}, **request)}
+
+
+@pytest.mark.parametrize("request_fields,problem", [
+    ({"qmp_when": ["x", "human-monitor-command", {"command-line": "migrate exec:id"}]},
+     "a boot sends inject-nmi and nothing else"),
+    ({"uart_props": {"nmi-pattern": "x,log=/etc/passwd"}}, "UART property nmi-pattern="),
+    ({"uart_props": {"log": "/etc/passwd"}}, "UART property log="),
+    ({"smp": "2"}, "request field smp='2' is not a int"),
+    ({"cmdline": "rig.steps=bogus"}, "no step 'bogus'"),
+    ({"extra_args": ["-x"]}, "request fields extra_args are not a boot request's"),
+    ({"initramfs": "../../x"}, "initramfs variant"),
+])
+def test_a_request_the_rig_would_not_make_is_refused(request_fields, problem):
+    with pytest.raises(replay_trust.UntrustedBundle, match=re.escape(problem)):
+        replay_trust.request(bundle_of(**request_fields))
+
+
+def test_a_recorded_command_line_must_be_the_rigs_path_for_path():
+    rig = ["q", "-chardev", "file,id=side0,path=/new/side.bin", "-kernel", "/d/bz"]
+    recorded = ["q", "-chardev", "file,id=side0,path=/old/run/side.bin", "-kernel", "/c/bz"]
+    replay_trust.same_argv(recorded, rig, {"/old/run": "/new", "/c/bz": "/d/bz"})
+    with pytest.raises(replay_trust.UntrustedBundle, match="argument 0 is '/bin/sh'"):
+        replay_trust.same_argv(["/bin/sh"] + recorded[1:], rig,
+                               {"/old/run": "/new", "/c/bz": "/d/bz"})
+    with pytest.raises(replay_trust.UntrustedBundle, match="has 6 arguments, the rig makes 5"):
+        replay_trust.same_argv(recorded + ["-S"], rig, {"/old/run": "/new", "/c/bz": "/d/bz"})
 
 
 def test_first_difference_names_the_console_line_and_the_register_record():
@@ -64,12 +116,6 @@ def test_compare_reports_identical_and_changed_files(tmp_path):
     assert verdicts["console.log"].identical and not verdicts["side.bin"].identical
     (a / "uart.log").write_bytes(b"edited after the run\n")
     assert "changed after the run" in replay.compare(a, bundle.evidence_hashes(b), b)[1].detail
-
-
-def test_substitute_replaces_every_occurrence_of_the_old_paths():
-    argv = ["q", "-chardev", "file,path=/old/run/side.bin", "-kernel", "/c/bz"]
-    assert replay.substitute(argv, {"/old/run": "/new", "/c/bz": "/d/bz"}) == \
-        ["q", "-chardev", "file,path=/new/side.bin", "-kernel", "/d/bz"]
 
 
 def test_determinism_matches_boots_across_runs_and_names_the_differing_runs():

@@ -1,12 +1,18 @@
 """Files the rig reads but did not make: a hosts file and a run bundle travel
 between people and CI jobs, and the rig runs as root. Each hostile one is
 refused by name (exit 2), and nothing it asked for ran or was written."""
+import hashlib
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from rig import paths
+from rig.boot import BootRequest, boot
 
 
 def rig(*args, env=None, timeout=120):
@@ -40,3 +46,86 @@ def test_a_hosts_line_with_a_command_is_refused_and_runs_nothing(tmp_path):
         assert not (tmp_path / "ran").exists(), f"{args}: the script ran\n{out}"
     assert "line 2" in rig("hosts", "--hosts", str(hosts))[1]
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A real run's directory: an icount boot restored from init's snapshot."""
+    d = tmp_path_factory.mktemp("recorded") / "run"
+    result = boot(BootRequest(flavor="patched", name="untrusted", cmdline="rig.steps=kmsg",
+                              clock="icount", snapshot=True, run_dir=d))
+    assert result.outcome.cls == "clean", result.outcome.detail
+    return d
+
+
+def edited_copy(run: Path, where: Path, edit) -> Path:
+    """A copy of the run directory whose bundle.json edit(bundle) changed."""
+    shutil.copytree(run, where)
+    b = json.loads((where / "bundle.json").read_text())
+    edit(b)
+    (where / "bundle.json").write_text(json.dumps(b))
+    return where
+
+
+def hashes(d: Path):
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.iterdir())
+            if p.is_file()}
+
+
+HOSTILE_BUNDLES = {
+    "argv runs a shell": (
+        lambda b, mark: b.update(argv=["/bin/sh", "-c", f"id > {mark}"] + b["argv"][1:]),
+        "refused: its QEMU command line is not the one the rig makes for its request: "
+        "argument 0 is '/bin/sh'"),
+    "argv adds an option": (
+        lambda b, mark: b.update(argv=b["argv"] + ["-D", str(mark)]),
+        "refused: its QEMU command line has"),
+    "QEMU from outside the cache": (
+        lambda b, mark: b["inputs"]["qemu"].update(step="custom", path="/bin/sh"),
+        "refused: the qemu must come from the cache step qemu, not 'custom'"),
+    "a QMP command that writes a file": (
+        lambda b, mark: b["request"].update(qmp_when=[
+            "rig-init", "dump-guest-memory", {"paging": False, "protocol": f"file:{mark}"}]),
+        "refused: QMP action"),
+    "a device option smuggled in a UART property": (
+        lambda b, mark: b["request"]["uart_props"].update({"nmi-pattern": f"x,log={mark}"}),
+        "refused: UART property nmi-pattern="),
+}
+
+
+@pytest.mark.boots
+@pytest.mark.parametrize("case", list(HOSTILE_BUNDLES))
+def test_a_hostile_bundle_is_refused_and_nothing_runs_or_is_written(case, recorded, tmp_path):
+    mark = tmp_path / "ran"
+    edit, message = HOSTILE_BUNDLES[case]
+    hostile = edited_copy(recorded, tmp_path / "hostile", lambda b: edit(b, mark))
+    before = hashes(hostile)
+    runs = tmp_path / "runs"
+    rc, out = rig("replay", "--quiet", str(hostile), env={"RIG_RUNS": str(runs)})
+    assert rc == 2 and f"error: {message}" in out, out
+    assert "Traceback" not in out, out
+    assert not mark.exists(), f"{case}: something ran\n{out}"
+    assert not runs.exists() or not any(runs.iterdir()), "the refused replay wrote a run"
+    assert hashes(hostile) == before
+
+
+@pytest.mark.boots
+def test_a_bundle_naming_another_run_replays_only_into_a_run_of_its_own(recorded, tmp_path):
+    """run_dir and every path of argv moved onto another run's directory: a
+    consistent bundle, so the replay runs, but into its own new directory;
+    the other run's evidence is untouched."""
+    victim = tmp_path / "victim"
+    shutil.copytree(recorded, victim)
+    before = hashes(victim)
+
+    def aim_at_victim(b):
+        b["argv"] = [a.replace(str(recorded), str(victim)) for a in b["argv"]]
+        b["qmp_socket"] = b["qmp_socket"].replace(str(recorded), str(victim))
+        b["run_dir"] = str(victim)
+    hostile = edited_copy(recorded, tmp_path / "hostile", aim_at_victim)
+    runs = tmp_path / "runs"
+    rc, out = rig("replay", "--quiet", str(hostile), env={"RIG_RUNS": str(runs)})
+    assert rc == 0 and "IDENTICAL: 3 of 3 evidence files" in out, out
+    assert hashes(victim) == before
+    made = list(runs.iterdir())
+    assert len(made) == 1 and made[0].name.split("-")[2] == "replay"

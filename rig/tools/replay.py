@@ -1,12 +1,14 @@
 """rig replay BUNDLE: run a recorded boot again and compare its evidence.
 
-The inputs come from where the bundle says they were, or from the build
-cache under their step and key, and must have the recorded sha256; the QEMU
-command line is the recorded one with only the paths of the new run
-directory and of the inputs substituted. A run restored from a snapshot
-is replayed from the same saved VM (an input like the others). Then every evidence file must be
-byte-identical, and the first difference is named: the byte offset, and the
-console line or the register-log record it falls in.
+Only what the rig can verify is taken from the bundle (rig.tools.replay_trust):
+the inputs come from the build cache under their step and key, checked, with
+the recorded sha256; the boot request is rebuilt from its checked fields, and
+QEMU's command line is the one the rig makes for it, which the recorded one
+must match once its paths are mapped to the replay's; the replay writes only
+into a new run directory of its own. A run restored from a snapshot is
+replayed from the same saved VM (an input like the others). Then every
+evidence file must be byte-identical, and the first difference is named: the
+byte offset, and the console line or the register-log record it falls in.
 
 --gdb starts QEMU paused with its gdb stub and no phase timeouts, so that a
 developer can attach (`gdb vmlinux -ex 'target remote :PORT'`), set a
@@ -18,56 +20,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from rig import bundle, paths
+from rig import bundle, paths, rundir
 from rig.artifacts.cache import sha256_file
-from rig.boot import BootRequest, guest_time_of, machine_plan, new_run_dir
+from rig.boot import guest_time_of, machine_plan, run_dir_path
 from rig.evidence.uartlog import HEADER as UART_HEADER
 from rig.evidence.uartlog import RECORD as UART_RECORD
 from rig.rundir import RunDir
 from rig.vm import completeness, outcome, snapshot
 from rig.vm.machine import Machine
 from rig.vm.phases import Phase
+from rig.vm.qemu_argv import build_argv
+from rig.tools import replay_trust
 
 NO_TIMEOUT_S = 365 * 24 * 3600.0
 
 
 class ReplayError(bundle.BundleError):
     """The bundle cannot be replayed (an input is missing or differs)."""
-
-
-def resolve_input(role: str, entry: Dict, flavor: str) -> Path:
-    """The recorded file, or the cache's copy under the recorded step and key."""
-    candidates = [Path(entry["path"])]
-    if entry.get("step") and entry.get("step") != "custom":
-        candidates.append(paths.cache_root() / entry["step"] / entry["key"] / entry["file"])
-    for c in candidates:
-        if c.is_file() and sha256_file(c) == entry["sha256"]:
-            return c
-    present = [str(c) for c in candidates if c.is_file()]
-    why = (f"{', '.join(present)} has another sha256 (rebuilt from other inputs)"
-           if present else f"not at {' nor '.join(str(c) for c in candidates)}")
-    raise ReplayError(
-        f"the run's {role} ({entry.get('step')} {entry.get('key')}, sha256 "
-        f"{entry['sha256'][:16]}...) is missing: {why}. Rebuild it from the same rig "
-        f"checkout with `{entry['rebuild']}`")
-
-
-def request_of(b: Dict) -> BootRequest:
-    fields = dict(b["request"])
-    fields.pop("rerun_of", None)        # a replay is a run of its own
-    if fields.get("qmp_when"):
-        pattern, command, arguments = fields["qmp_when"]
-        fields["qmp_when"] = (pattern.encode("latin-1"), command, arguments)
-    return BootRequest(**fields)
-
-
-def substitute(argv: List[str], mapping: Dict[str, str]) -> List[str]:
-    out = []
-    for arg in argv:
-        for old, new in mapping.items():
-            arg = arg.replace(old, new)
-        out.append(arg)
-    return out
 
 
 @dataclass
@@ -129,24 +98,28 @@ def replay(where: Path, gdb_port: Optional[int] = None, live=None, out=None) -> 
     out = out or sys.stdout
     b = bundle.load(where)
     recorded_dir = Path(b["dir"])
-    req = request_of(b)
-    inputs = {role: resolve_input(role, entry, b["flavor"])
-              for role, entry in b["inputs"].items()}
-    run_dir = new_run_dir(f"replay-{b['name']}", b["flavor"])
+    # Everything checked before anything is written (rig.tools.replay_trust).
+    req = replay_trust.request(b)
+    inputs = replay_trust.resolve_inputs(b)
+    run_dir = run_dir_path(f"replay-{b.get('name')}", b["flavor"])
     cfg, phases, on_phase = machine_plan(req, inputs["qemu"], inputs["kernel"],
                                          inputs["initramfs"], run_dir,
-                                         b["machine"].get("accel", "tcg"))
-    prelude = None
+                                         b["machine"].get("accel", "tcg"), inputs["firmware"])
+    prelude, booted_cfg = None, cfg
     if "snapshot" in inputs:
         # A restored run: the same saved VM (by sha256), its logs as prefixes.
         # With --gdb its stub opens once the state is loaded.
-        cfg, phases, prelude = snapshot.restore_plan(inputs["snapshot"].parent, cfg, phases,
-                                                     gdb_port)
+        cfg, phases, prelude = snapshot.restore_config(inputs["snapshot"].parent, cfg, phases,
+                                                       gdb_port)
+    argv = build_argv(cfg)
     # Most specific first: the QMP socket may lie inside the old run directory.
-    mapping = {b["qmp_socket"]: str(cfg.qmp_socket)}
-    mapping.update({b["inputs"][r]["path"]: str(p) for r, p in inputs.items()})
-    mapping[b["run_dir"]] = str(run_dir)
-    argv = substitute(b["argv"], mapping)
+    mapping = {str(b.get("qmp_socket")): str(cfg.qmp_socket)}
+    mapping.update({str(b["inputs"][r].get("path")): str(p) for r, p in inputs.items()})
+    mapping[str(b["run_dir"])] = str(run_dir)
+    replay_trust.same_argv(b["argv"], argv, mapping)
+    rundir.make_private(run_dir)
+    if "snapshot" in inputs:
+        snapshot.restore_files(inputs["snapshot"].parent, booted_cfg)
     if gdb_port is not None:
         if prelude is None:
             argv += ["-S", "-gdb", f"tcp:127.0.0.1:{gdb_port}"]

@@ -5,8 +5,9 @@ libvirtd runs QEMU as its own user (libvirt-qemu on Debian, qemu.conf's
 (under a 0700 home) nor its 0700 run directory. So a boot stages, on the
 libvirt host's side:
 
-    STAGE_ROOT/inputs/   the QEMU binary, kernel and initramfs, hard links (or
-                         copies) of the cache's files named by the file they are
+    STAGE_ROOT/inputs/   the QEMU binary, kernel, initramfs and firmware
+                         directory, hard links (or copies) of the cache's files
+                         named by the file they are
     STAGE_ROOT/runs/X/   a directory of QEMU's user, mode 0700, where QEMU
                          writes the console log, register logs, side channel,
                          trace log and its sockets
@@ -70,6 +71,33 @@ def stage_input(path: Path) -> Path:
             shutil.copy2(path, tmp)
         os.chmod(tmp, st.st_mode | 0o444)      # readable by QEMU's user
         os.replace(tmp, staged)
+    return staged
+
+
+def stage_directory(path: Path) -> Path:
+    """A directory of files (QEMU's -L firmware directory) as QEMU's user
+    reaches it: a staged directory of the same file names, made once."""
+    files = sorted(f for f in path.iterdir() if f.is_file())
+    ident = hashlib.sha256("".join(f"{f.name}:{f.stat().st_ino}:{f.stat().st_size}:"
+                                   f"{f.stat().st_mtime_ns}\n" for f in files)
+                           .encode()).hexdigest()[:16]
+    inputs = passable(passable(STAGE_ROOT) / "inputs")
+    staged = inputs / f"{ident}-{path.name}"
+    if not staged.exists():
+        tmp = inputs / f".{staged.name}.{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        for f in files:
+            try:
+                os.link(f, tmp / f.name)
+            except OSError:
+                shutil.copy2(f, tmp / f.name)
+            os.chmod(tmp / f.name, f.stat().st_mode | 0o444)
+        os.chmod(tmp, 0o755)
+        try:
+            os.replace(tmp, staged)
+        except OSError:             # another boot staged it first
+            shutil.rmtree(tmp, ignore_errors=True)
     return staged
 
 

@@ -179,13 +179,13 @@ class Machine:
         self.release(self.cfg.qmp_socket)
 
     def release(self, *sockets: Path) -> None:
-        """After QEMU is gone: close QMP, remove the sockets kept in /tmp (a
-        long run directory's short ones), forget the machine."""
+        """After QEMU is gone: close QMP, remove its sockets (in the run
+        directory, or a long run directory's short ones in the runtime
+        directory: nothing listens on them any more), forget the machine."""
         if self.qmp is not None:
             self.qmp.close()
         for sock in sockets:
-            if self.cfg.run_dir not in sock.parents:
-                sock.unlink(missing_ok=True)
+            sock.unlink(missing_ok=True)
         _live.discard(self)
 
     def __enter__(self) -> "Machine":

@@ -121,6 +121,10 @@ class LibvirtMachine(Machine):
         moves = {str(p): str(libvirt_stage.stage_input(Path(p)))
                  for p in (self.argv[0], self.argv[self.argv.index("-kernel") + 1],
                            self.argv[self.argv.index("-initrd") + 1])}
+        for i, a in enumerate(self.argv[:-1]):
+            if a == "-L" and self.cfg.firmware is not None:
+                d = self.argv[i + 1]
+                moves[d] = str(libvirt_stage.stage_directory(Path(d)))
         for name in ("qmp", "console"):
             sock = self.cfg.socket(name)
             moves[str(sock)] = str(self.stage_dir / f"{name}.sock")

@@ -34,12 +34,12 @@ from rig.vm.machine_libvirt import domain_name, end_domain, exit_status_from_tra
 from rig.vm.remote_console import ConsoleStream
 from rig.vm.remote_host import Host, HostError
 from rig.vm.remote_qmp import PassthroughQMP
+from rig.artifacts import firmware
 from rig.artifacts.cache import sha256_file
 from rig.vm.remote_storage import Storage, Transfer, cache_pool_name
 
-# What the rig's QEMU loads from its firmware directories for the rig's
-# machine (strace of a boot: SeaBIOS, the -kernel loader, the vAPIC ROM).
-FIRMWARE = ("bios-256k.bin", "linuxboot_dma.bin", "kvmvapic.bin")
+# What the rig's QEMU loads from its firmware directory.
+FIRMWARE = firmware.FILES
 # QEMU's output, by run directory file.
 OUTPUTS = RunDir.EVIDENCE + RunDir.SECOND_CONSOLE_EVIDENCE + (RunDir.QEMU_TRACE,)
 TRANSFER = "transfer.json"

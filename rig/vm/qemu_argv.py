@@ -2,7 +2,7 @@
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from rig import paths, protocol, rundir
 
@@ -66,6 +66,9 @@ class MachineConfig:
     # init reads from fw_cfg.
     restore: str = ""
     fw_cfg_args: str = ""
+    # The firmware directory (rig.artifacts.firmware's cache entry); None:
+    # the system's (paths.FIRMWARE_DIRS), for machines of the tests only.
+    firmware: Optional[Path] = None
 
     @property
     def run(self) -> rundir.RunDir:
@@ -100,7 +103,7 @@ def second_uart_args(cfg: MachineConfig) -> List[str]:
             (",log-append=on" if cfg.restore else "")]
 
 
-def build_argv(cfg: MachineConfig, firmware_dirs: Sequence[Path] = paths.FIRMWARE_DIRS) -> List[str]:
+def build_argv(cfg: MachineConfig, firmware_dirs: Optional[Sequence[Path]] = None) -> List[str]:
     if cfg.accel not in ("tcg", "kvm"):
         raise ValueError(f"accel must be tcg or kvm, not {cfg.accel!r}")
     if cfg.clock not in CLOCKS:
@@ -108,6 +111,8 @@ def build_argv(cfg: MachineConfig, firmware_dirs: Sequence[Path] = paths.FIRMWAR
     if cfg.clock == ICOUNT_CLOCK and cfg.accel != "tcg":
         raise ValueError("the icount clock needs TCG, not KVM")
     argv = [str(cfg.qemu)]
+    if firmware_dirs is None:
+        firmware_dirs = [cfg.firmware] if cfg.firmware else paths.FIRMWARE_DIRS
     for d in firmware_dirs:
         argv += ["-L", str(d)]
     argv += [

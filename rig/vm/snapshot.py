@@ -215,21 +215,36 @@ def restore_plan(snap_dir: Path, cfg: MachineConfig, phases: List[Phase],
                  gdb_port: Optional[int] = None
                  ) -> Tuple[MachineConfig, List[Phase], Callable[[Machine], None]]:
     """cfg, phases and prelude of a boot that restores the template in
-    snap_dir: the run directory starts with its evidence, init gets the
-    scenario's parameters from fw_cfg, and the boot's phases start at init
-    (with gdb_port, once a debugger continues the loaded VM)."""
+    snap_dir, and its run directory made ready for it (restore_files)."""
+    planned = restore_config(snap_dir, cfg, phases, gdb_port)
+    restore_files(snap_dir, cfg)
+    return planned
+
+
+def restore_config(snap_dir: Path, cfg: MachineConfig, phases: List[Phase],
+                   gdb_port: Optional[int] = None
+                   ) -> Tuple[MachineConfig, List[Phase], Callable[[Machine], None]]:
+    """The plan alone, nothing written: init gets the scenario's parameters
+    from fw_cfg, and the boot's phases start at init (with gdb_port, once a
+    debugger continues the loaded VM)."""
+    args = RunDir(cfg.run_dir).file(RunDir.SNAPSHOT_ARGS)
+    rcfg = replace(template_config(cfg, cfg.run_dir, args), restore=str(snap_dir / "vmstate"))
+    rest = [p for p in phases if p.name not in ("firmware", "kernel")]
+    return rcfg, rest, restore_prelude(snap_dir / "vmstate", trigger_props(cfg.uart_props),
+                                       gdb_port)
+
+
+def restore_files(snap_dir: Path, cfg: MachineConfig) -> None:
+    """The run directory starts with the template's evidence (in the run
+    directory's modes, whatever the cache's) and holds the scenario's
+    parameters for init."""
     run_dir = rundir.make_private(cfg.run_dir)
     for name in prefixes(cfg.second_uart):
         try:
-            shutil.copyfile(snap_dir / name, RunDir(run_dir).file(name))
+            rundir.copy_in(snap_dir / name, RunDir(run_dir).file(name))
         except OSError as e:
             raise rundir.RunDirError(
                 f"cannot copy the snapshot's {name} into {run_dir}: {e.strerror}; "
                 f"{rundir.room(run_dir)}") from None
     _, scenario = split_cmdline(cfg.cmdline)
-    args = RunDir(run_dir).write_text(RunDir.SNAPSHOT_ARGS, scenario + "\n")
-    rcfg = replace(template_config(cfg, run_dir, args), restore=str(snap_dir / "vmstate"))
-    rest = [p for p in phases if p.name not in ("firmware", "kernel")]
-    return rcfg, rest, restore_prelude(snap_dir / "vmstate", trigger_props(cfg.uart_props),
-                                       gdb_port)
-
+    RunDir(run_dir).write_text(RunDir.SNAPSHOT_ARGS, scenario + "\n")

@@ -37,7 +37,11 @@ def build_steps(cache: Path, before=frozenset()) -> Dict[str, Dict]:
     (those not in before: the builds it made)."""
     steps: Dict[str, Dict] = {}
     for manifest in sorted(set(cache.glob(f"*/*/{MANIFEST}")) - set(before)):
-        m = json.loads(manifest.read_text())
+        try:
+            m = json.loads(manifest.read_text())
+            m["step"]
+        except (OSError, ValueError, TypeError, KeyError):
+            continue            # damaged: the next use of the entry rebuilds it
         s = steps.setdefault(m["step"], {"builds": 0, "seconds": 0.0})
         s["builds"] += 1
         s["seconds"] = round(s["seconds"] + m.get("build_seconds", 0.0), 1)
