@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from rig import config
+from rig import config, locks
 from rig.vm import outcome as outcome_mod
 
 PRIVATE_MODE = 0o700
@@ -43,8 +43,57 @@ def make_private(path: Path) -> Path:
     return path
 
 
+# Files of the runtime directory that a run leaves only when it was killed:
+# a remote volume's lock (rig.vm.remote_storage) and a long run directory's
+# sockets (rig.vm.qemu_argv.MachineConfig.socket), or the libvirt backend's
+# links to them.
+VOLUME_LOCK_PREFIX = "volume-"
+_swept = set()
+
+
 def runtime_dir() -> Path:
-    """The user's private directory for sockets and the host lock."""
+    """The user's private directory for sockets and the host lock; swept of
+    what killed runs left there, once per process."""
+    path = _runtime_dir()
+    if path not in _swept:
+        _swept.add(path)
+        sweep(path)
+    return path
+
+
+def bound_sockets() -> set:
+    """Paths of the unix sockets some process has bound (/proc/net/unix)."""
+    try:
+        lines = Path("/proc/net/unix").read_text().splitlines()[1:]
+    except OSError:
+        return set()
+    return {ln.split(None, 7)[7] for ln in lines if len(ln.split(None, 7)) == 8}
+
+
+def sweep(path: Path) -> list:
+    """Remove from the runtime directory the leftovers of killed runs: a
+    socket nobody has bound, a link to a socket that is gone, a volume lock
+    nobody holds. Returns what went."""
+    gone, bound = [], None
+    for entry in sorted(path.iterdir()):
+        try:
+            st = os.lstat(entry)
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode) and not entry.exists():
+            entry.unlink(missing_ok=True)
+            gone.append(entry.name)
+        elif stat.S_ISSOCK(st.st_mode):
+            bound = bound_sockets() if bound is None else bound
+            if str(entry) not in bound:
+                entry.unlink(missing_ok=True)
+                gone.append(entry.name)
+        elif entry.name.startswith(VOLUME_LOCK_PREFIX) and locks.remove_if_free(entry):
+            gone.append(entry.name)
+    return gone
+
+
+def _runtime_dir() -> Path:
     if os.geteuid() == 0:
         base = Path("/run")
     else:

@@ -18,7 +18,6 @@ removes such an entry and builds it again, rig.artifacts.locate removes it
 and says which command rebuilds it. An entry from before the rig recorded
 its files gets them recorded at its first use.
 """
-import fcntl
 import functools
 import hashlib
 import json
@@ -27,12 +26,12 @@ import subprocess
 import os
 import re
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, Iterable, Optional
 
 from rig.artifacts.runner import BuildError
+from rig.locks import locked
 from rig.paths import cache_root
 
 
@@ -282,22 +281,6 @@ class Step(EntryFiles):
             return json.loads(last.read_text()) if last.is_file() else {}
         except ValueError:
             return {}
-
-
-@contextmanager
-def locked(path: Path):
-    """An exclusive flock(2) on path, created if need be; a lock file this
-    user may only read (someone else's cache) is locked read-only."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    except PermissionError:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def write_manifest(path: Path, manifest: dict) -> None:

@@ -1,7 +1,9 @@
 """Nothing outlives the harness: a build whose rig is killed outright
-(SIGKILL, no cleanup of its own) takes make and its compilers along."""
+(SIGKILL, no cleanup of its own) takes make and its compilers along, and
+what killed runs left in the runtime directory goes at the next start."""
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -14,7 +16,6 @@ from rig import paths
 from rig.artifacts.kernel import kernel_step
 from rig.tests.helpers import wait_for
 
-pytestmark = pytest.mark.builds
 
 
 def processes_naming(text: str) -> List[str]:
@@ -68,6 +69,7 @@ def killed_while_compiling(argv, marker: str, env=None) -> List[str]:
             os.kill(int(p.split()[0]), signal.SIGKILL)
 
 
+@pytest.mark.builds
 def test_a_killed_build_leaves_no_make_or_compiler_running(tmp_path):
     """A build command run the way every rig build runs one (run_logged),
     its rig killed with SIGKILL while gcc compiles: make's remaining work
@@ -83,6 +85,7 @@ def test_a_killed_build_leaves_no_make_or_compiler_running(tmp_path):
     assert len(list(src.glob("*.o"))) < 8, "the build finished before the kill: no test"
 
 
+@pytest.mark.builds
 def test_a_killed_rig_build_module_leaves_nothing_running(tmp_path):
     """`rig build module --force` killed with SIGKILL once its compiler runs
     (the module builds in a cache of its own against the vanilla kernel's
@@ -97,3 +100,48 @@ def test_a_killed_rig_build_module_leaves_nothing_running(tmp_path):
                                    "vanilla", "--force"], str(cache),
                                   env={"RIG_CACHE": str(cache)})
     assert left == [], "left running after the rig was killed"
+
+
+def test_the_runtime_directory_is_swept_of_what_killed_runs_left(tmp_path, monkeypatch):
+    """A socket nobody has bound (its QEMU was killed), a link to a socket
+    that is gone (the libvirt backend's), a remote volume's lock nobody
+    holds: gone at the next process's first use. A bound socket and a held
+    lock stay; so does the host lock."""
+    from rig import rundir
+    from rig.locks import locked
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+
+    def socket_file(name, listen):
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(str(runtime / name))
+        if listen:
+            s.listen()
+            return s
+        s.close()
+    live = socket_file("qmp-live.sock", True)
+    socket_file("qmp-stale.sock", False)
+    (runtime / "console-gone.sock").symlink_to(tmp_path / "stage" / "console.sock")
+    (runtime / "volume-free.lock").write_text("")
+    (runtime / "host.lock").write_text("")
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import sys, time; from pathlib import Path\n"
+                               "from rig.locks import locked\n"
+                               "with locked(Path(sys.argv[1])):\n"
+                               "    print('held', flush=True); time.sleep(60)",
+                               str(runtime / "volume-held.lock")], cwd=paths.REPO,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        gone = rundir.sweep(runtime)
+        assert sorted(gone) == ["console-gone.sock", "qmp-stale.sock", "volume-free.lock"]
+        assert sorted(p.name for p in runtime.iterdir()) == \
+            ["host.lock", "qmp-live.sock", "volume-held.lock"]
+    finally:
+        holder.kill()
+        holder.wait()
+        live.close()
+    # A lock removed by its holder is taken again afresh, never shared.
+    with locked(runtime / "volume-x.lock", remove=True):
+        assert (runtime / "volume-x.lock").exists()
+    assert not (runtime / "volume-x.lock").exists()

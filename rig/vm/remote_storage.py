@@ -287,5 +287,5 @@ class Storage:
 
     def _lock(self, pool_name: str, name: str):
         key = hashlib.sha256(f"{self.host.uri}\0{pool_name}\0{name}".encode()).hexdigest()[:16]
-        return locked(rundir.runtime_dir() / f"volume-{key}.lock")
+        return locked(rundir.runtime_dir() / f"{rundir.VOLUME_LOCK_PREFIX}{key}.lock", remove=True)
 
