@@ -18,6 +18,7 @@ from rig import config, paths
 from rig.artifacts.cache import sha256_bytes, sha256_file
 from rig.rundir import RunDir
 from rig.vm.qemu_argv import ICOUNT_CLOCK
+from rig.faults import RigFault
 
 FORMAT = 3          # 2: the request names its clock; 3: the firmware is an input
 NAME = RunDir.BUNDLE
@@ -34,7 +35,7 @@ def evidence_names(run_dir: Path) -> Tuple[str, ...]:
     return EVIDENCE + tuple(n for n in SECOND_CONSOLE_EVIDENCE if run.has(n))
 
 
-class BundleError(ValueError):
+class BundleError(RigFault, ValueError):
     """Not a bundle, or one that cannot be replayed; the message says why."""
 
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rig import boot_options, paths, rundir
+from rig import boot_options, faults, paths, rundir
 
 
 def cmd_build(args) -> int:
@@ -273,7 +273,7 @@ def cmd_golden(args) -> int:
         chosen += ["--flavor", flavor]
     rc = pytest_run.run(chosen + (pytest_extra(args) or ["scenarios"]))
     subprocess.call(["git", "status", "--short", "--", "golden"], cwd=paths.REPO)
-    return rc
+    return faults.exit_code_of(rc)
 
 
 def add_golden(sub) -> None:
@@ -411,7 +411,7 @@ def cmd_run(args) -> int:
         return 2
     from rig import pytest_run
     chosen = [str(target)] + (["--flavor", args.flavor] if args.flavor else [])
-    return pytest_run.run(chosen + pytest_extra(args), quiet=False)
+    return faults.exit_code_of(pytest_run.run(chosen + pytest_extra(args), quiet=False))
 
 
 def add_run(sub) -> None:
@@ -491,12 +491,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from rig.artifacts.runner import BuildError
-    from rig.vm.hostshare import HostLockTimeout
-    from rig.inputs import BadInput
-    from rig.rundir import RunDirError
-    from rig.vm.remote_host import HostError
-    from rig.fleet.hosts import HostsError
+    """Run a subcommand; its exit code as rig.faults says: 0 holds, 1 a
+    property does not hold, 2 bad input or the rig's own failure (named,
+    never a traceback), 3 the run's evidence is incomplete."""
     args = build_parser().parse_args(argv)
     # SIGTERM/SIGHUP unwind like Ctrl-C: builds kill their make process group
     # and boots their QEMU on the way out.
@@ -506,10 +503,19 @@ def main(argv=None) -> int:
         args.flavor = list(paths.FLAVORS)
     try:
         return args.func(args)
-    except (BuildError, BadInput, RunDirError, HostLockTimeout, HostError,
-            HostsError) as e:
+    except faults.RigFault as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return e.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except OSError as e:
+        # A file the rig needs and cannot use: its name and why.
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"error: {where}{e.strerror or e}; the rig cannot go on (not a verdict on "
+              f"the kernel)", file=sys.stderr)
+        return faults.EXIT_RIG
+    except Exception as e:          # the rig's own bug: one line here, the traceback kept
+        message, _ = faults.internal_error(e)
+        print(f"error: {message}", file=sys.stderr)
+        return faults.EXIT_RIG

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from rig import paths
+from rig.faults import RigFault
 
 # The test module's CPU masks are unsigned longs.
 MAX_SMP = 64
@@ -25,7 +26,7 @@ MAX_SMP = 64
 BASE_MEMORY_MB = 24
 
 
-class BadInput(ValueError):
+class BadInput(RigFault, ValueError):
     """The request cannot give a meaningful run; exit 2, the message says why."""
 
 

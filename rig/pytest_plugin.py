@@ -1,8 +1,16 @@
 """pytest options shared by the rig's unit tests and scenarios: a plugin that
 pytest.ini loads with -p, so that the options are known however the command
-line is ordered (a conftest.py is found only after the paths are)."""
+line is ordered (a conftest.py is found only after the paths are).
+
+It also tells the rig's faults from the kernel's (rig.faults): a test that
+failed on a RigFault carries the JUnit property rig_fault (its exit code),
+and a session whose every failure is one ends with that code, 2 (the rig
+failed) or 3 (incomplete evidence), instead of pytest's 1, which says a
+property does not hold."""
 
 import pytest
+
+from rig import faults
 
 from rig import boot_options, paths
 from rig.artifacts import custom
@@ -74,3 +82,31 @@ def pytest_generate_tests(metafunc):
         else:
             flavors = chosen or list(paths.FLAVORS)
         metafunc.parametrize("flavor", flavors)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test that failed on a RigFault: say so in its report (and JUnit)."""
+    if call.excinfo is not None and isinstance(call.excinfo.value, faults.RigFault) and \
+            not any(name == faults.PROPERTY for name, _ in item.user_properties):
+        item.user_properties.append((faults.PROPERTY, call.excinfo.value.exit_code))
+    yield
+
+
+def pytest_runtest_logreport(report):
+    """Every failing report (from xdist workers too), with its fault if any."""
+    if report.failed:
+        codes = [v for k, v in report.user_properties if k == faults.PROPERTY]
+        FAILURES.append(codes[0] if codes else faults.EXIT_PROPERTY)
+
+
+FAILURES: list = []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    if hasattr(session.config, "workerinput"):
+        return
+    if exitstatus == pytest.ExitCode.TESTS_FAILED and FAILURES and \
+            faults.EXIT_PROPERTY not in FAILURES:
+        session.exitstatus = max(FAILURES)

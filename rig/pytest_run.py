@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from rig import children, paths
+from rig import children, faults, paths
 
 
 def argv(args: List[str], junit: Optional[Path] = None, quiet: bool = True) -> List[str]:
@@ -22,6 +22,28 @@ def run(args: List[str], junit: Optional[Path] = None, quiet: bool = True,
         env: Optional[Dict[str, str]] = None) -> int:
     """Run pytest to its end with its output on ours; its exit status."""
     return children.run_tied(argv(args, junit, quiet), cwd=paths.REPO, env=env).returncode
+
+
+def run_judged(args: List[str], junit: Path, env: Optional[Dict[str, str]] = None) -> int:
+    """run() for a tool that reads the verdicts (flakes, determinism,
+    mutants): a run that ended on the rig's own failure, or wrote no JUnit,
+    judged nothing, and raises SuiteFault; else pytest's status (0 or 1)."""
+    rc = run(args, junit, env=env)
+    code = faults.exit_code_of(rc)
+    if code in (faults.EXIT_RIG, faults.EXIT_INCOMPLETE) or not junit.is_file():
+        raise SuiteFault(f"pytest {' '.join(args)} judged nothing: it ended with exit "
+                         f"status {rc} (" + ("the run's evidence was incomplete"
+                                             if code == faults.EXIT_INCOMPLETE else
+                                             "the rig or its input failed") +
+                         f"{'' if junit.is_file() else f', and wrote no {junit}'}): see its "
+                         "output above", code)
+    return rc
+
+
+class SuiteFault(faults.RigFault):
+    def __init__(self, message: str, code: int = faults.EXIT_RIG):
+        super().__init__(message)
+        self.exit_code = code
 
 
 def start(args: List[str], junit: Optional[Path] = None,

@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional
 
 from rig import config, locks
 from rig.vm import outcome as outcome_mod
+from rig.faults import RigFault
 
 PRIVATE_MODE = 0o700
 FILE_MODE = 0o600
@@ -32,7 +33,7 @@ QEMU_UMASK = 0o177        # its files and unix sockets 0600
 DEFAULT_MIN_FREE_MB = 64
 
 
-class RunDirError(RuntimeError):
+class RunDirError(RigFault, RuntimeError):
     """The run directory (or the runtime directory) cannot hold a run; says why."""
 
 

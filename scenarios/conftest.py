@@ -11,7 +11,7 @@ from typing import Optional
 
 import pytest
 
-from rig import boot_options, paths
+from rig import boot_options, faults, paths
 from rig.artifacts import built as artifacts, custom
 from rig.artifacts.runner import BuildError
 from rig.boot import BootRequest, BootResult, boot
@@ -64,6 +64,7 @@ def rig_boot(request):
         print(f"run directory: {result.run_dir}" + (" (shared)" if reuse else ""))
         if result.outcome.cls == "rig-error":
             # Not an AssertionError: no verdict on the kernel, not even a strict xfail's.
+            request.node.user_properties.append((faults.PROPERTY, faults.EXIT_INCOMPLETE))
             pytest.fail(f"the rig's evidence of this run is incomplete, no verdict: "
                         f"{result.outcome.detail} (run directory {result.run_dir})",
                         pytrace=False)

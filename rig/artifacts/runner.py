@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Tuple
 
 from rig.children import popen_guarded
+from rig.faults import RigFault
 
 PROGRESS_EVERY_S = 20.0
 
 
-class BuildError(RuntimeError):
+class BuildError(RigFault, RuntimeError):
     """A build step failed; the message names the step and shows the log tail."""
 
 

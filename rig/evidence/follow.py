@@ -12,8 +12,10 @@ The log has one line per event:
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from rig.faults import RigFault
 
-class FollowLogError(ValueError):
+
+class FollowLogError(RigFault, ValueError):
     pass
 
 

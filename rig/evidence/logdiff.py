@@ -29,6 +29,7 @@ from typing import Dict, List, Optional, Tuple
 
 from rig.evidence import logalign, logparse
 from rig.rundir import RunDir
+from rig.faults import RigFault
 
 LEVELS = {"emerg": 0, "alert": 1, "crit": 2, "err": 3, "warn": 4, "notice": 5, "info": 6,
           "debug": 7}
@@ -47,7 +48,7 @@ MASKS = [
 COMMENT = "# "
 
 
-class DiffInputError(ValueError):
+class DiffInputError(RigFault, ValueError):
     """A side is not a readable kernel log; the message says which and why."""
 
 

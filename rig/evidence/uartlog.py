@@ -5,6 +5,12 @@ agree on a real log. Every record is checked for values the device can
 write (vCPU, register, flags, value, time), so a damaged file is named at
 its first impossible record instead of decoding into nonsense; version 2
 logs also say how many records QEMU logged and lost (shortfall()).
+
+A log read from a file is not held in memory: its records are a Records
+sequence over the file (fixed-size records: record i is at a known offset),
+checked in one streamed pass when it is opened and read again, a chunk at a
+time, by whoever iterates or indexes them. A long flood's log of a gigabyte
+decodes in the memory of one chunk.
 """
 import errno
 import os
@@ -12,7 +18,9 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 from functools import lru_cache
-from typing import Dict, Iterator, List, NamedTuple, Optional, Union
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Union
+
+from rig.faults import EvidenceIncomplete
 
 MAGIC = b"RIGUART\0"
 VERSION = 2
@@ -34,7 +42,7 @@ DLAB_REGS = ("DLL", "DLM")            # only reached with DLAB set
 BYTE_REGS = tuple(n for n in REG_NAMES.values() if n not in ("MARKER", "NMI"))
 
 
-class UartLogError(ValueError):
+class UartLogError(EvidenceIncomplete, ValueError):
     """The log is not a valid rig-serial log; the message names the offset."""
 
 
@@ -71,13 +79,69 @@ class Record(NamedTuple):
         return bool(self.flags & FLAG_READ)
 
 
+CHUNK_RECORDS = 1 << 16           # records read at a time (1.5 MiB)
+
+
+class Records(Sequence):
+    """The records of a log, decoded as they are used: iteration reads
+    CHUNK_RECORDS at a time, an index or a slice reads only those. The
+    bytes come from a file (by path) or from memory."""
+
+    def __init__(self, source: Union[str, bytes, memoryview], offset: int, count: int):
+        self._source = source       # a path, or the records' bytes
+        self._offset = offset       # of record 0 in the source
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _bytes(self, first: int, n: int) -> bytes:
+        start, size = self._offset + first * RECORD.size, n * RECORD.size
+        if isinstance(self._source, str):
+            with open(self._source, "rb") as f:
+                f.seek(start)
+                data = f.read(size)
+            if len(data) != size:
+                raise UartLogError(f"{self._source}: log truncated at offset "
+                                   f"{start + len(data)} after it was checked")
+            return data
+        return bytes(self._source[start:start + size])
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            start, stop, step = i.indices(self._count)
+            if step != 1:
+                return list(self)[i]
+            return Records(self._source, self._offset + start * RECORD.size,
+                           max(0, stop - start))
+        if i < 0:
+            i += self._count
+        if not 0 <= i < self._count:
+            raise IndexError("record index out of range")
+        return record(*RECORD.unpack(self._bytes(i, 1)))
+
+    def rows(self) -> Iterator[List[tuple]]:
+        """The raw rows, a chunk at a time."""
+        for first in range(0, self._count, CHUNK_RECORDS):
+            n = min(CHUNK_RECORDS, self._count - first)
+            yield list(RECORD.iter_unpack(self._bytes(first, n)))
+
+    def __iter__(self) -> Iterator[Record]:
+        for rows in self.rows():
+            yield from (record(*row) for row in rows)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and \
+            all(a == b for a, b in zip(self, other))
+
+
 @dataclass
 class UartLog:
     header: Header
-    records: List[Record]
+    records: Sequence[Record]        # a list, or Records over the file
 
-    def writes(self, reg: str) -> List[Record]:
-        return [r for r in self.records if r.reg == reg and not r.is_read]
+    def writes(self, reg: str) -> Iterator[Record]:
+        return (r for r in self.records if r.reg == reg and not r.is_read)
 
     def thr_bytes(self, cpu: Optional[int] = None) -> bytes:
         """Bytes written to THR in log order (optionally only one vCPU's)."""
@@ -145,70 +209,88 @@ def record(seq: int, vtime: int, cpu: int, reg: int, flags: int, value: int) -> 
                   flags, value)
 
 
-def iter_records(data: bytes, header: Header,
-                 cpus: Optional[int] = None) -> Iterator[Record]:
-    """The records, each checked; cpus: the machine's vCPU count where the
-    header does not say it (version 1)."""
-    cpus = header.cpus if header.cpus is not None else cpus
-    prev_ns = 0
-    body = len(data) - header.header_size
+def check(records: Records, header: Header, cpus: Optional[int]) -> None:
+    """One streamed pass over every record: consecutive seqs from 0, time
+    that never goes back, values the device can write (each distinct kind
+    judged once). A chunk that fails the fast check is read again record by
+    record to name the first bad one (UartLogError with its offset)."""
+    known = header.cpus if header.cpus is not None else cpus
+    expected, prev_ns, kinds = 0, 0, set()
+    for rows in records.rows():
+        if not chunk_ok(rows, expected, prev_ns, known, kinds):
+            name_first_bad(rows, expected, prev_ns, known, header)
+        expected += len(rows)
+        prev_ns = rows[-1][1]
+
+
+def kind_of(row: tuple) -> tuple:
+    """(vCPU, register, flags, value) of a row; a marker's value is not
+    checked, or every marker would be a kind of its own."""
+    _, _, cpu, reg, flags, value = row
+    return cpu, reg, flags, value if REG_NAMES.get(reg) != "MARKER" else 0
+
+
+def chunk_ok(rows: List[tuple], expected: int, prev_ns: int, cpus: Optional[int],
+             kinds: set) -> bool:
+    """The fast check of a chunk; kinds: those already found possible."""
+    if any(row[0] != expected + i for i, row in enumerate(rows)):
+        return False
+    times = [prev_ns] + [row[1] for row in rows]
+    if any(a > b for a, b in zip(times, times[1:])):
+        return False
+    fresh = {kind_of(row) for row in rows} - kinds
+    if any(impossible(record(0, 0, *k), cpus, 0) for k in fresh):
+        return False
+    kinds |= fresh
+    return True
+
+
+def name_first_bad(rows: List[tuple], expected: int, prev_ns: int, cpus: Optional[int],
+                   header: Header) -> None:
+    """Raise UartLogError for the chunk's first bad record."""
+    for i, row in enumerate(rows):
+        rec = record(*row)
+        off = header.header_size + (expected + i) * header.record_size
+        if rec.seq != expected + i:
+            raise UartLogError(f"record at offset {off} has seq {rec.seq}, expected "
+                               f"{expected + i}: records missing or corrupted")
+        why = impossible(rec, cpus, prev_ns)
+        if why:
+            raise UartLogError(f"record {rec.seq} at offset {off} cannot be: {why} "
+                               "(a damaged file)")
+        prev_ns = rec.vtime_ns
+    raise AssertionError("a chunk failed its check but no record of it did")
+
+
+def body_records(source, size: int, header: Header) -> Records:
+    """The records after the header; a partial last record is named."""
+    body = size - header.header_size
     if body % header.record_size:
         off = header.header_size + (body // header.record_size) * header.record_size
         raise UartLogError(f"log truncated: {body % header.record_size} stray bytes of a "
-                           f"partial record at offset {off} (file is {len(data)} bytes)")
-    expected = 0
-    for off in range(header.header_size, len(data), header.record_size):
-        seq, vtime, cpu, reg, flags, value = RECORD.unpack_from(data, off)
-        if seq != expected:
-            raise UartLogError(f"record at offset {off} has seq {seq}, expected {expected}: "
-                               "records missing or corrupted")
-        expected += 1
-        rec = record(seq, vtime, cpu, reg, flags, value)
-        why = impossible(rec, cpus, prev_ns)
-        if why:
-            raise UartLogError(f"record {seq} at offset {off} cannot be: {why} "
-                               "(a damaged file)")
-        prev_ns = vtime
-        yield rec
-
-
-def plausible(rows: List[tuple], cpus: Optional[int]) -> bool:
-    """The fast check of every record at once: consecutive seqs, time that
-    never goes back, and each distinct (vCPU, register, flags, value) one the
-    device can write. False sends the caller to iter_records, which names
-    the first bad record."""
-    if any(row[0] != i for i, row in enumerate(rows)):
-        return False
-    times = [row[1] for row in rows]
-    if any(a > b for a, b in zip(times, times[1:])):
-        return False
-    # A marker's value is not checked: leave it out, or every marker is distinct.
-    kinds = {(cpu, reg, flags, value if REG_NAMES.get(reg) != "MARKER" else 0)
-             for _, _, cpu, reg, flags, value in rows}
-    return all(impossible(record(0, 0, cpu, reg, flags, value), cpus, 0) is None
-               for cpu, reg, flags, value in kinds)
+                           f"partial record at offset {off} (file is {size} bytes)")
+    return Records(source, header.header_size, body // header.record_size)
 
 
 def parse(data: bytes, cpus: Optional[int] = None) -> UartLog:
+    """A log in memory, checked."""
     header = parse_header(data)
-    known = header.cpus if header.cpus is not None else cpus
-    body = memoryview(data)[header.header_size:]
-    rows = list(RECORD.iter_unpack(body)) if len(body) % header.record_size == 0 else None
-    if rows is None or not plausible(rows, known):
-        return UartLog(header, list(iter_records(data, header, cpus)))    # raises, naming it
-    return UartLog(header, [record(*row) for row in rows])
+    records = body_records(memoryview(data), len(data), header)
+    check(records, header, cpus)
+    return UartLog(header, records)
 
 
 def read(path: Union[str, Path], cpus: Optional[int] = None) -> UartLog:
-    """The log at path, parsed; the last few parses are kept, keyed by the
-    file's size and modification time, as a boot's completeness check and
-    its evidence both read it."""
+    """The log at path, checked in one streamed pass and read from the file
+    as it is used; the last few are kept, keyed by the file's size and
+    modification time, as a boot's completeness check and its evidence both
+    read it."""
     p = Path(path)
     try:
         st = p.stat()
         with open(p, "rb") as f:
             if parse_header(f.read(HEADER.size)).version >= 2:
-                cpus = None         # the header says; one parse serves every reader
+                cpus = None         # the header says; one check serves every reader
         return _read(str(p.resolve()), st.st_size, st.st_mtime_ns, cpus)
     except UartLogError as e:
         raise UartLogError(f"{p}: {e}") from None
@@ -216,7 +298,11 @@ def read(path: Union[str, Path], cpus: Optional[int] = None) -> UartLog:
 
 @lru_cache(maxsize=4)
 def _read(path: str, size: int, mtime_ns: int, cpus: Optional[int]) -> UartLog:
-    return parse(Path(path).read_bytes(), cpus)
+    with open(path, "rb") as f:
+        header = parse_header(f.read(HEADER.size))
+    records = body_records(path, size, header)
+    check(records, header, cpus)
+    return UartLog(header, records)
 
 
 def shortfall(log: UartLog) -> Optional[str]:
@@ -262,15 +348,19 @@ def between_markers(log: UartLog, first: int, last: int,
     both written by vCPU cpu if given (two CPUs may mark the same value)."""
     def is_marker(r: Record, value: int) -> bool:
         return r.reg == "MARKER" and r.value == value and (cpu is None or r.cpu == cpu)
-    start = next((i for i, r in enumerate(log.records) if is_marker(r, first)), None)
+    start, between = None, []
+    for r in log.records:
+        if start is None:
+            if is_marker(r, first):
+                start = r.seq
+        elif is_marker(r, last):
+            return between
+        else:
+            between.append(r)
     if start is None:
         raise UartLogError(f"no marker {first:#x} in the log"
                            + (f" from vCPU {cpu}" if cpu is not None else ""))
-    end = next((i for i in range(start + 1, len(log.records))
-                if is_marker(log.records[i], last)), None)
-    if end is None:
-        raise UartLogError(f"marker {first:#x} at record {start} has no marker {last:#x} after it")
-    return log.records[start + 1:end]
+    raise UartLogError(f"marker {first:#x} at record {start} has no marker {last:#x} after it")
 
 
 def char_time_ns(baud: int = 115200, bits_per_char: int = 10) -> float:

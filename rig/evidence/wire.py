@@ -7,6 +7,7 @@ when, so that contiguity ("no foreign byte inside an emergency line"),
 immediacy ("all bytes between these markers") and latency are read off
 exactly.
 """
+from array import array
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -14,49 +15,73 @@ from rig.evidence import logparse
 from rig.evidence.uartlog import Record, UartLog
 
 
+NO_CPU = -1      # a THR write that came from no vCPU, in WireLine's cpu column
+
+
 @dataclass
 class WireLine:
-    """One line as the UART sent it: the bytes up to and including '\\n'."""
-    records: List[Record] = field(default_factory=list)
+    """One line as the UART sent it: the bytes up to and including '\\n'.
+    Kept as columns (seq, time, vCPU, byte), some 20 bytes a character, so
+    that a long flood's lines cost a small multiple of its text; records
+    gives them back as register-log records."""
+    seqs: array = field(default_factory=lambda: array("Q"))
+    times: array = field(default_factory=lambda: array("Q"))
+    writers: array = field(default_factory=lambda: array("i"))
+    data: bytearray = field(default_factory=bytearray)
+
+    def add(self, r: Record) -> None:
+        self.seqs.append(r.seq)
+        self.times.append(r.vtime_ns)
+        self.writers.append(NO_CPU if r.cpu is None else r.cpu)
+        self.data.append(r.value)
+
+    def record(self, i: int) -> Record:
+        cpu = self.writers[i]
+        return Record(self.seqs[i], self.times[i], None if cpu == NO_CPU else cpu, "THR", 0,
+                      self.data[i])
 
     @property
-    def data(self) -> bytes:
-        return bytes(r.value for r in self.records)
+    def records(self) -> List[Record]:
+        return [self.record(i) for i in range(len(self.data))]
 
     @property
     def text(self) -> str:
         """The line without its CR/LF, as the transcript shows it."""
-        return self.data.decode("utf-8", "replace").replace("\r", "").rstrip("\n")
+        return bytes(self.data).decode("utf-8", "replace").replace("\r", "").rstrip("\n")
 
     @property
     def cpus(self) -> set:
-        return {r.cpu for r in self.records}
+        return {None if c == NO_CPU else c for c in self.writers}
 
     @property
     def body_cpus(self) -> set:
         """vCPUs that wrote the text (the CR/LF may come from an interrupter)."""
-        return {r.cpu for r in self.records if r.value not in (0x0D, 0x0A)}
+        return {None if c == NO_CPU else c for c, v in zip(self.writers, self.data)
+                if v not in (0x0D, 0x0A)}
 
     @property
     def first(self) -> Record:
-        return self.records[0]
+        return self.record(0)
 
     @property
     def last(self) -> Record:
-        return self.records[-1]
+        return self.record(len(self.data) - 1)
+
+    def __len__(self) -> int:
+        return len(self.data)
 
 
 def wire_lines(log: UartLog, start_seq: int = 0) -> List[WireLine]:
     """THR writes from log record start_seq on, cut after every '\\n'."""
     lines, cur = [], WireLine()
-    for r in log.records:
-        if r.seq < start_seq or r.reg != "THR" or r.is_read:
+    for r in log.records[start_seq:] if start_seq else log.records:
+        if r.reg != "THR" or r.is_read:
             continue
-        cur.records.append(r)
+        cur.add(r)
         if r.value == 0x0A:
             lines.append(cur)
             cur = WireLine()
-    if cur.records:
+    if cur.data:
         lines.append(cur)
     return lines
 
@@ -148,7 +173,7 @@ def line_latency(log: UartLog, line: WireLine, since_ns: int,
                  fmt: Optional[LineFormat] = None) -> Latency:
     fmt = fmt or programmed_format(log, line.first.seq)
     end = wire_end_ns(log, fmt)[line.last.seq]
-    return Latency(end - since_ns, len(line.records), len(line.records) * fmt.char_ns)
+    return Latency(end - since_ns, len(line), len(line) * fmt.char_ns)
 
 
 @dataclass(frozen=True)

@@ -32,12 +32,13 @@ from pathlib import Path
 from typing import List, Optional, Set, Tuple
 
 from rig.fleet import uri as uris
+from rig.faults import RigFault
 
 LOCKS = ("host", "machine")
 OPTIONS = "slots=N, lock=host|machine, allow=PARAM[,PARAM]"
 
 
-class HostsError(ValueError):
+class HostsError(RigFault, ValueError):
     """A hosts file or option that cannot be used; names the line."""
 
 

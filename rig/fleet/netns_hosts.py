@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from rig.children import die_with_parent
+from rig.faults import RigFault
 
 INIT = Path(__file__).with_name("host-init.sh")
 PREFIX = "rigfleet"
@@ -42,7 +43,7 @@ _slots = itertools.count()      # this process's hosts: namespace names and /30s
 _subnet = None                  # this process's /24 of NETWORK, taken at its first host
 
 
-class FleetError(RuntimeError):
+class FleetError(RigFault, RuntimeError):
     """A test host could not be made or did not come up."""
 
 

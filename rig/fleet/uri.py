@@ -16,6 +16,8 @@ import re
 import urllib.parse
 from typing import Iterable
 
+from rig.faults import RigFault
+
 # driver+transport schemes: the rig drives QEMU; ext runs a command by design.
 REMOTE_SCHEMES = ("qemu+ssh", "qemu+libssh", "qemu+libssh2", "qemu+tls", "qemu+tcp")
 LOCAL_SCHEMES = ("qemu", "qemu+unix")
@@ -41,7 +43,7 @@ USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 VALUE_RE = re.compile(r"^[A-Za-z0-9_.,:/+=@-]*$")
 
 
-class URIError(ValueError):
+class URIError(RigFault, ValueError):
     """A libvirt URI the rig will not use; the message says what and why."""
 
 

@@ -71,8 +71,8 @@ def main(runs: int, out_dir: Path, pytest_args: List[str]) -> int:
         runs_dir, junit = out_dir / f"run-{i}", out_dir / f"run-{i}.xml"
         print(f"[determinism] run {i}/{runs}: pytest -m golden {' '.join(pytest_args)}",
               flush=True)
-        pytest_run.run(["-m", "golden", "--keep-runs"] + pytest_args, junit,
-                       env=config.environ(runs_root=str(runs_dir)))
+        pytest_run.run_judged(["-m", "golden", "--keep-runs"] + pytest_args, junit,
+                              env=config.environ(runs_root=str(runs_dir)))
         failed_tests |= {t for t, v in verdicts(junit).items() if v not in ("passed", "xfailed")}
         boots = boots_of(runs_dir)
         seen.append({k: hashes(d) for k, d in boots.items()})

@@ -73,9 +73,10 @@ def run_mutant(name: str, key: str, tests: str, out_dir: Path, pytest_args: List
         return kill_row(name, "BUILD FAILED", {}, key, tests)
     junit = out_dir / f"mutant-{name}.xml"
     print(f"[mutants] {name}: running the scenarios on it", flush=True)
-    pytest_run.run(["--flavor", "patched", "--golden=off"] + (pytest_args or ["scenarios"]),
-                   junit, env=env)
-    caught = failure_messages(junit) if junit.is_file() else {}
+    # A run that failed on the rig's own fault catches nothing: SuiteFault.
+    pytest_run.run_judged(["--flavor", "patched", "--golden=off"] +
+                          (pytest_args or ["scenarios"]), junit, env=env)
+    caught = failure_messages(junit)
     return kill_row(name, "caught" if caught else "NOT CAUGHT", caught, key, tests)
 
 

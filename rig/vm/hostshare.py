@@ -30,13 +30,14 @@ from typing import List, Optional
 
 from rig import config, rundir
 from rig.vm.qemu_argv import ICOUNT_CLOCK
+from rig.faults import RigFault
 
 LOCK_NAME = "host.lock"
 POLL_S = 0.2
 WAIT_REPORT_S = 10.0
 
 
-class HostLockTimeout(TimeoutError):
+class HostLockTimeout(RigFault, TimeoutError):
     """The host lock was not free within the lock timeout; names the holders."""
 
 

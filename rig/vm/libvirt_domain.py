@@ -16,6 +16,8 @@ import uuid
 from typing import Dict, List, Tuple
 from xml.sax.saxutils import quoteattr, escape
 
+from rig.faults import RigFault
+
 QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
 TRACE_EVENT = "debug_exit_write"
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
@@ -26,7 +28,7 @@ MODELLED = {"-M": 1, "-accel": 1, "-cpu": 1, "-smp": 1, "-m": 1, "-kernel": 1, "
             "-sandbox": 1}
 
 
-class DomainError(ValueError):
+class DomainError(RigFault, ValueError):
     """The QEMU command line has something the libvirt backend cannot express."""
 
 

@@ -25,6 +25,7 @@ from rig.rundir import RunDir
 from rig.vm import libvirt_stage
 from rig.vm.libvirt_domain import domain_xml
 from rig.vm.machine import Machine, _live
+from rig.faults import RigFault
 
 DEFAULT_URI = "qemu:///system"
 EXIT_TRACE = re.compile(rb"debug_exit_write guest wrote 0x[0-9a-f]+, exit status (\d+)")
@@ -33,7 +34,7 @@ GONE_WAIT_S = 5.0         # for libvirt to notice a QEMU that exited by itself
 STAGED_OUTPUT = RunDir.EVIDENCE + RunDir.SECOND_CONSOLE_EVIDENCE + (RunDir.QEMU_TRACE,)
 
 
-class LibvirtBackendError(RuntimeError):
+class LibvirtBackendError(RigFault, RuntimeError):
     """libvirt is missing, unreachable or refused the domain; says what to do."""
 
 

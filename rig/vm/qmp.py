@@ -10,8 +10,10 @@ import socket
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+from rig.faults import RigFault
 
-class QMPError(RuntimeError):
+
+class QMPError(RigFault, RuntimeError):
     """QEMU answered a command with an error, or the socket broke."""
 
 

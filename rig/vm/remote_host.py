@@ -10,6 +10,8 @@ import threading
 import urllib.parse
 from typing import Callable, List, Optional
 
+from rig.faults import RigFault
+
 KEEPALIVE_INTERVAL_S = 2
 KEEPALIVE_COUNT = 3            # a silent host is lost after about 6 s
 
@@ -17,7 +19,7 @@ _loop_lock = threading.Lock()
 _loop_started = False
 
 
-class HostError(RuntimeError):
+class HostError(RigFault, RuntimeError):
     """Something failed on a remote libvirt host; the message names it."""
 
     def __init__(self, host: "Host", what: str, detail: str):

@@ -40,6 +40,7 @@ from rig.vm.machine import VMSTATE_FD, Machine, last_lines
 from rig.vm.phases import Phase, default_phases
 from rig.vm.qemu_argv import ICOUNT_CLOCK, VCPU_SLICE_NS, MachineConfig
 from rig.vm.qmp import QMPClient
+from rig.faults import RigFault
 
 SNAPSHOT_FLAG = "rig.snapshot=1"
 SCENARIO_PARAMS = ("rig.", "rigprintk.")
@@ -56,7 +57,7 @@ def prefixes(second_uart: bool) -> Tuple[str, ...]:
     return RunDir.EVIDENCE + (RunDir.SECOND_CONSOLE_EVIDENCE if second_uart else ())
 
 
-class SnapshotError(RuntimeError):
+class SnapshotError(RigFault, RuntimeError):
     """The template boot did not reach its snapshot point or could not be saved."""
 
 

@@ -28,6 +28,7 @@ from rig.evidence.properties import call_latency
 from rig.evidence.wire import programmed_format
 from rig.rigprintk import cmdline, mask, stats
 from rig.vm.qemu_argv import ICOUNT_CLOCK
+from rig.faults import RigFault
 
 # 4 ns of virtual time per instruction: a 250 MIPS CPU, still some ten times
 # slower than the hardware printk runs on, which stretches a CPU-bound cost
@@ -59,7 +60,7 @@ STRESS_RECORD_BYTES = 33
 RESULT_RE = re.compile(r"prbstress: result (.*)")
 
 
-class BenchError(RuntimeError):
+class BenchError(RigFault, RuntimeError):
     """A bench boot did not give its figure; says which and where."""
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from rig import config, paths, pytest_run
+from rig.faults import RigFault, internal_error
 from rig.artifacts import built as artifacts, custom
 from rig.artifacts.cache import sha256_file
 from rig.artifacts.kernel import SERIES
@@ -166,14 +167,19 @@ def gate(args) -> int:
 
 
 def main(argv=None) -> int:
-    from rig.fleet.hosts import HostsError
-    from rig.vm.remote_host import HostError
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         return gate(args)
-    except (GateError, BuildError, HostError, HostsError) as e:
+    except RigFault as e:
         print(f"[gate] CANNOT JUDGE: {e}", file=sys.stderr, flush=True)
         return EXIT_CANNOT
     except KeyboardInterrupt:
         print("[gate] interrupted", file=sys.stderr)
         return 130
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"[gate] CANNOT JUDGE: {where}{e.strerror or e}", file=sys.stderr, flush=True)
+        return EXIT_CANNOT
+    except Exception as e:          # the rig's own bug: one line here, the traceback kept
+        print(f"[gate] CANNOT JUDGE: {internal_error(e)[0]}", file=sys.stderr, flush=True)
+        return EXIT_CANNOT

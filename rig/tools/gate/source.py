@@ -13,9 +13,10 @@ from rig.artifacts.cache import Step, ensure, sha256_file
 from rig.artifacts.kernel import KernelSource, build_source, clean_build_total, kernel_inputs
 from rig.artifacts.patching import apply_patch
 from rig.artifacts.runner import BuildError, run_logged
+from rig.faults import RigFault
 
 
-class GateError(RuntimeError):
+class GateError(RigFault, RuntimeError):
     """The gate cannot compare: a bad tree, revision or patch, or a failed build."""
 
 

@@ -16,11 +16,12 @@ from rig.protocol import MARK_RUN_BEGIN
 from rig.rigprintk import parse_tag
 from rig.rundir import BootResult, RunDir
 from rig.vm.outcome import Outcome
+from rig.faults import RigFault
 
 LEVELS = ("EMERG", "ALERT", "CRIT", "ERR", "WARNING", "NOTICE", "INFO", "DEBUG")
 
 
-class ReportError(ValueError):
+class ReportError(RigFault, ValueError):
     """The directory is not a run directory the report can read; says why."""
 
 
