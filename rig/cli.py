@@ -177,9 +177,9 @@ def add_mutants(sub) -> None:
 
 
 def cmd_diff(args) -> int:
-    from rig.evidence import logdiff
+    from rig.evidence import diffstream
     colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-    return logdiff.main(args.a, args.b, args.json, args.ts_tolerance, not args.no_mask,
+    return diffstream.main(args.a, args.b, args.json, args.ts_tolerance, not args.no_mask,
                         colour, sys.stdout)
 
 

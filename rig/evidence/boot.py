@@ -14,7 +14,9 @@ from rig.rundir import BootResult
 @dataclass
 class Evidence:
     result: BootResult
-    transcript: logparse.Transcript
+    # None when the reader did not ask for it (a report of a long run reads
+    # the console as a stream instead).
+    transcript: Optional[logparse.Transcript]
     side: sidechannel.SideChannel
     log: Optional[uartlog.UartLog]       # None for a console without a UART
     kmsg: List[logparse.KmsgRecord] = field(default_factory=list)
@@ -25,11 +27,13 @@ class Evidence:
     _takeovers: Dict[int, List[takeover.Takeover]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, result: BootResult, lenient: bool = False) -> "Evidence":
+    def of(cls, result: BootResult, lenient: bool = False,
+           transcript: bool = True) -> "Evidence":
         """The run's evidence, parsed. Lenient, for a reader that shows
         whatever a damaged or cut-short run left (the report): a side
         channel or /dev/kmsg dump that does not parse counts as empty, and
-        a missing register log as none."""
+        a missing register log as none. Without transcript, the console is
+        not parsed into memory (the boot checks stream it)."""
         unreadable = {}
         try:
             side = sidechannel.parse(result.side)
@@ -46,8 +50,8 @@ class Evidence:
             kmsg, unreadable["kmsg"] = [], str(e)
         uart = result.run.uart_log
         log = uartlog.read(uart) if uart.is_file() or not lenient else None
-        return cls(result, logparse.parse_transcript(result.console), side, log, kmsg,
-                   unreadable=unreadable)
+        return cls(result, logparse.parse_transcript(result.console) if transcript else None,
+                   side, log, kmsg, unreadable=unreadable)
 
     def second_console(self) -> "Evidence":
         """The run seen through the test module's nbcon console on the second

@@ -12,9 +12,12 @@ Used by S1's splat check (rig.evidence.properties), and by anyone with `rig.evid
 """
 import re
 from dataclasses import dataclass
-from typing import Callable, List, Optional
+from typing import Callable, Iterable, Iterator, List, Optional, Tuple
 
 from rig.evidence import logparse
+from rig.evidence.window import windowed
+
+BLOCK = 4096
 
 # Lines after a headline searched for its function.
 REPORT_LINES = 120
@@ -210,17 +213,26 @@ COMPILED = [(re.compile(p), kind, titler) for p, kind, titler in HEADLINES]
 
 def find(data: bytes) -> List[Crash]:
     """Every crash headline in a kernel log, in order."""
-    texts, linenos = [], []
-    for lineno, raw in enumerate(logparse.split_lines(data), 1):
-        for t in texts_of(raw):
-            texts.append(t)
-            linenos.append(lineno)
+    return list(find_in(logparse.split_lines(data)))
+
+
+def find_in(lines: Iterable[str]) -> Iterator[Crash]:
+    """Every crash headline of a stream of lines, in order, in the memory of
+    a block of them (a title looks at most REPORT_LINES further)."""
+    texts = ((lineno, t) for lineno, raw in enumerate(lines, 1) for t in texts_of(raw))
+    for window, found, n in windowed(texts, headlines, BLOCK, REPORT_LINES + 1):
+        yield from (c for i, c in found if i < n)
+
+
+def headlines(window: List[Tuple[int, str]]) -> List[Tuple[int, Crash]]:
+    """(index in window, crash) of the headlines of a window of texts."""
+    texts = [t for _, t in window]
     out = []
-    for i, t in enumerate(texts):
+    for i, (lineno, t) in enumerate(window):
         for pattern, kind, titler in COMPILED:
             m = pattern.search(t) if kind == "hard lockup" else pattern.match(t)
             if m:
-                out.append(Crash(linenos[i], t, kind, titler(m, texts, i)))
+                out.append((i, Crash(lineno, t, kind, titler(m, texts, i))))
                 break
     return out
 

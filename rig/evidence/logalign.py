@@ -160,14 +160,18 @@ def grouped(ops: List[Opcode], n: int = 3) -> List[List[Opcode]]:
 
 
 def unified(a: List[str], b: List[str], ops: List[Opcode], name_a: str, name_b: str,
-            n: int = 3) -> List[str]:
-    """A unified diff of the lines a and b from their opcodes."""
-    out = []
+            n: int = 3, offsets: Tuple[int, int] = (0, 0), headers: bool = True) -> List[str]:
+    """A unified diff of the lines a and b from their opcodes; offsets: where
+    a and b begin in the whole logs (a window of them, rig.evidence.diffstream),
+    headers: whether the --- and +++ lines come first."""
+    out: List[str] = []
+    oa, ob = offsets
     for group in grouped(ops, n):
-        if not out:
+        if not out and headers:
             out += [f"--- {name_a}", f"+++ {name_b}"]
         first, last = group[0], group[-1]
-        out.append(f"@@ -{span(first[1], last[2])} +{span(first[3], last[4])} @@")
+        out.append(f"@@ -{span(first[1] + oa, last[2] + oa)} "
+                   f"+{span(first[3] + ob, last[4] + ob)} @@")
         for t, i1, i2, j1, j2 in group:
             if t == "equal":
                 out += [" " + line for line in a[i1:i2]]

@@ -9,15 +9,19 @@ Properties, each judged or only described (info):
 - cut lines (info): lines cut short by a console takeover, and replays;
 - emergency lines (info): records of loglevel 0-4 where the log has levels.
 Exit 0 every judged property holds, 1 one does not, 2 bad input.
+
+The log is read as a stream, three times over (rig.evidence.logread): a
+log of any size is judged in the memory of a block of its lines.
 """
+import itertools
 import json
 import sys
 from collections import Counter
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import asdict, dataclass, field
 from typing import List, Optional
 
 from rig.evidence import crash, logdiff, logparse
+from rig.evidence.logread import LogInputError, LogSource
 
 # The patched kernel's default emergency threshold: warnings and worse.
 EMERGENCY_LEVEL_MAX = 4
@@ -30,55 +34,107 @@ class Property:
     detail: str
 
 
-def judge(data: bytes) -> List[Property]:
-    transcript = logparse.parse_transcript(data)
-    log = logdiff.parse("log", data)
-    kmsg = logdiff.is_kmsg_dump(logparse.split_lines(data))
+@dataclass
+class Tally:
+    """What one streamed pass over a log's records counts."""
+    records: int = 0
+    dropped_lines: int = 0
+    dropped: int = 0
+    first_dropped: Optional[int] = None
+    split: int = 0
+    interleaved: int = 0
+    cpus: Counter = field(default_factory=Counter)
+    levels: int = 0
+    emergency: int = 0
+
+    def add(self, kind: str, what) -> None:
+        if kind == "record":
+            self.records += 1
+            if what.cpu is not None:
+                self.cpus[what.cpu] += 1
+            if what.level is not None:
+                self.levels += 1
+                self.emergency += what.level <= EMERGENCY_LEVEL_MAX
+        elif kind == "dropped":
+            self.dropped_lines += 1
+            self.dropped += what[1]
+            if self.first_dropped is None:
+                self.first_dropped = what[0]
+        elif kind in ("split", "interleaved"):
+            setattr(self, kind, getattr(self, kind) + 1)
+
+
+def judge(src: LogSource) -> List[Property]:
+    """The properties of a log, in three streamed passes over it (its
+    console lines, its records, its crash headlines): memory does not grow
+    with the log."""
+    head = list(itertools.islice(src.lines(), logdiff.KMSG_SNIFF))
+    kmsg = logdiff.is_kmsg_dump(head)
+    tally = Tally()
+    for kind, what in logdiff.events(src.lines()):
+        tally.add(kind, what)
     out = []
     if kmsg:
         # A /dev/kmsg dump: records, not console lines; its texts hold the crashes.
-        out.append(Property("console lines parse", bool(log.records),
-                            f"a /dev/kmsg dump of {len(log.records)} records"))
-        data = "\n".join(r.text for r in log.records).encode()
-    elif not transcript.lines and not transcript.unparsed:
-        out.append(Property("console lines parse", False,
-                            "no kernel log line in it (expected lines like "
-                            "'[    1.234567] text', or a /dev/kmsg dump)"))
-    elif transcript.unparsed:
-        bad = transcript.unparsed[0]
-        out.append(Property("console lines parse", False,
-                            f"{len(transcript.unparsed)} of "
-                            f"{len(transcript.lines) + len(transcript.unparsed)} kernel lines do "
-                            f"not parse; first: line {bad.lineno} {bad.raw[:100]!r}"))
+        out.append(Property("console lines parse", bool(tally.records),
+                            f"a /dev/kmsg dump of {tally.records} records"))
+        texts = (what.text for kind, what in logdiff.events(src.lines()) if kind == "record")
+        replays = 0
     else:
-        out.append(Property("console lines parse", True,
-                            f"{len(transcript.lines)} kernel lines"
-                            + (f" after {len(transcript.firmware)} lines before the kernel"
-                               if transcript.firmware else "")))
-    crashes = crash.find(data)
+        out.append(console_lines(src))
+        texts = src.lines()
+        replays = sum(1 for kind, line in logparse.transcript_events(src.lines())
+                      if kind == "line" and line.replay)
+    crashes, shown = 0, []
+    for c in crash.find_in(texts):
+        crashes += 1
+        if len(shown) < 5:
+            shown.append(f"{c.title} (line {c.lineno})")
     out.append(Property("no crash", not crashes,
-                        "; ".join(f"{c.title} (line {c.lineno})" for c in crashes[:5])
-                        + (f"; {len(crashes) - 5} more" if len(crashes) > 5 else "")
+                        "; ".join(shown) + (f"; {crashes - 5} more" if crashes > 5 else "")
                         if crashes else "no crash headline"))
-    dropped = sum(n for _, n in log.dropped)
-    out.append(Property("no dropped records", not log.dropped,
-                        f"{dropped} records in {len(log.dropped)} dropped lines, first at line "
-                        f"{log.dropped[0][0]}" if log.dropped else "none"))
-    cpus = Counter(r.cpu for r in log.records if r.cpu is not None)
+    out.append(Property("no dropped records", not tally.dropped_lines,
+                        f"{tally.dropped} records in {tally.dropped_lines} dropped lines, "
+                        f"first at line {tally.first_dropped}" if tally.dropped_lines
+                        else "none"))
+    cpus = tally.cpus
     out.append(Property("CPU field", None,
-                        f"{sum(cpus.values())} of {len(log.records)} records: "
+                        f"{sum(cpus.values())} of {tally.records} records: "
                         + ", ".join(f"CPU {c}: {n}" for c, n in sorted(cpus.items()))
                         if cpus else "no record carries one"))
-    replays = sum(ln.replay for ln in transcript.lines)
     out.append(Property("cut lines", None,
-                        f"{len(log.split)} lines cut short, {replays} replay lines, "
-                        f"{len(log.interleaved)} lines holding two records"))
-    levels = [r.level for r in log.records if r.level is not None]
+                        f"{tally.split} lines cut short, {replays} replay lines, "
+                        f"{tally.interleaved} lines holding two records"))
     out.append(Property("emergency lines", None,
-                        f"{sum(lv <= EMERGENCY_LEVEL_MAX for lv in levels)} of {len(levels)} "
-                        f"records at loglevel {EMERGENCY_LEVEL_MAX} or more urgent"
-                        if levels else "the log carries no loglevels"))
+                        f"{tally.emergency} of {tally.levels} records at loglevel "
+                        f"{EMERGENCY_LEVEL_MAX} or more urgent"
+                        if tally.levels else "the log carries no loglevels"))
     return out
+
+
+def console_lines(src: LogSource) -> Property:
+    """Every line after the kernel's first is a printk line."""
+    firmware = lines = unparsed = 0
+    first_bad = None
+    for kind, line in logparse.transcript_events(src.lines()):
+        if kind == "firmware":
+            firmware += 1
+        elif kind == "line":
+            lines += 1
+        elif kind == "unparsed":
+            unparsed += 1
+            first_bad = first_bad or line
+    if not lines and not unparsed:
+        return Property("console lines parse", False,
+                        "no kernel log line in it (expected lines like "
+                        "'[    1.234567] text', or a /dev/kmsg dump)")
+    if unparsed:
+        return Property("console lines parse", False,
+                        f"{unparsed} of {lines + unparsed} kernel lines do not parse; first: "
+                        f"line {first_bad.lineno} {first_bad.raw[:100]!r}")
+    return Property("console lines parse", True,
+                    f"{lines} kernel lines"
+                    + (f" after {firmware} lines before the kernel" if firmware else ""))
 
 
 def render(name: str, props: List[Property]) -> str:
@@ -91,11 +147,11 @@ def render(name: str, props: List[Property]) -> str:
 
 def main(path: str, as_json: bool, out=sys.stdout, stdin=None) -> int:
     try:
-        name, data = logdiff.read(Path(path) if path != "-" else path, stdin=stdin)
-    except logdiff.DiffInputError as e:
+        with LogSource(path, stdin) as src:
+            name, props = src.name, judge(src)
+    except LogInputError as e:
         print(f"rig parse: {e}", file=sys.stderr)
         return 2
-    props = judge(data)
     failed = any(p.ok is False for p in props)
     if as_json:
         out.write(json.dumps({"log": name, "ok": not failed,

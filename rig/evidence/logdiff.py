@@ -17,17 +17,18 @@ then a unified diff of the normalized text.
 """
 import bisect
 import difflib
-import gzip
+import itertools
 import json
-import lzma
 import re
 import sys
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from rig.evidence import logalign, logparse
+from rig.evidence.logread import LogInputError, LogSource
+from rig.evidence.window import windowed
 from rig.rundir import RunDir
 from rig.faults import RigFault
 
@@ -48,8 +49,8 @@ MASKS = [
 COMMENT = "# "
 
 
-class DiffInputError(RigFault, ValueError):
-    """A side is not a readable kernel log; the message says which and why."""
+# A side that is not a readable kernel log (rig.evidence.logread names why).
+DiffInputError = LogInputError
 
 
 @dataclass
@@ -78,41 +79,11 @@ def mask(text: str) -> str:
     return text.rstrip()
 
 
-XZ_MAGIC, GZ_MAGIC = b"\xfd7zXZ\x00", b"\x1f\x8b"
-
-
 def read(path, stdin=None) -> Tuple[str, bytes]:
-    """A log's name and bytes: a file, a run directory's console.log, a pipe or
-    process substitution, or '-' for standard input; xz and gzip data (the
-    rig's own test data, a compressed capture) are decompressed."""
-    if str(path) == "-":
-        return "<stdin>", decompress("<stdin>", (stdin or sys.stdin.buffer).read())
-    path = Path(path)
-    try:
-        if path.is_dir():
-            path = RunDir(path).console_log
-        if not path.exists():
-            raise DiffInputError(f"{path}: no such file (give a log file or a run directory "
-                                 f"with {RunDir.CONSOLE})")
-        data = path.read_bytes()
-    except OSError as e:      # also where a directory on the way may not be searched
-        raise DiffInputError(f"{path}: cannot be read: {e.strerror or e}") from e
-    return str(path), decompress(str(path), data)
-
-
-def decompress(name: str, data: bytes) -> bytes:
-    try:
-        if data.startswith(XZ_MAGIC):
-            return lzma.decompress(data)
-        if data.startswith(GZ_MAGIC):
-            return gzip.decompress(data)
-    except (lzma.LZMAError, EOFError, OSError) as e:
-        kind = "xz" if data.startswith(XZ_MAGIC) else "gzip"
-        raise DiffInputError(f"{name}: truncated or corrupt {kind} data ({e}); "
-                             f"give the whole file or the log uncompressed") from e
-    return data
-
-
+    """A log's name and its whole bytes (decompressed), for a caller that
+    holds a small log in memory; rig diff and rig parse stream theirs."""
+    with LogSource(path, stdin) as src:
+        return src.name, b"".join(src.chunks())
 
 
 # Linux 4.x printed the dropped marker and the next record on one line.
@@ -143,8 +114,13 @@ def is_kmsg_dump(lines: List[str]) -> bool:
         (KMSG_LINE_RE.match(records[-1]) is not None or len(records) > 1)
 
 
-def parse_kmsg_dump(log: Log, lines: List[str], masked: bool) -> Log:
-    for lineno, line in enumerate(lines, 1):
+# A log is a /dev/kmsg dump if its first this many lines say so (all of a
+# shorter log's).
+KMSG_SNIFF = 1000
+
+
+def kmsg_events(lines: Iterable[Tuple[int, str]], masked: bool) -> Iterator[Tuple[str, object]]:
+    for lineno, line in lines:
         if not line or line.startswith(" ") or not KMSG_LINE_RE.match(line):
             continue        # continuation KEY=VALUE lines, a record cut short
         header, _, text = line.partition(";")
@@ -154,21 +130,15 @@ def parse_kmsg_dump(log: Log, lines: List[str], masked: bool) -> Log:
         # A record holding newlines is printed as that many console lines.
         for part in logparse.unescape(text).split("\n"):
             part = logparse.escape_controls(part)
-            log.records.append(Record(lineno, line, part, mask(part) if masked else part,
-                                      ts, prio & 7, cpu))
-    return log
+            yield "record", Record(lineno, line, part, mask(part) if masked else part,
+                                   ts, prio & 7, cpu)
 
 
-def parse(name: str, data: bytes, masked: bool = True) -> Log:
-    """Any kernel log: console or dmesg lines with or without timestamps, a
-    /dev/kmsg dump; lines that are no kernel record are records too. An empty
-    log has no records: against another log that is a difference."""
-    log = Log(name)
-    lines = [logparse.escape_controls(ln) for ln in logparse.split_lines(data)]
-    if is_kmsg_dump(lines):
-        return parse_kmsg_dump(log, lines, masked)
-    entries = []
-    for lineno, whole in enumerate(lines, 1):
+def console_entries(lines: Iterable[Tuple[int, str]]
+                    ) -> Iterator[Tuple[logparse.ConsoleLine, Optional[int]]]:
+    """(console line, level from a dmesg --decode prefix) of every piece of
+    every line; lines that are no kernel record are records too."""
+    for lineno, whole in lines:
         if whole.startswith(COMMENT):
             continue
         for raw in pieces(whole):
@@ -179,31 +149,67 @@ def parse(name: str, data: bytes, masked: bool = True) -> Log:
             line = logparse.parse_console_line(lineno, raw)
             if line is None:
                 if raw.strip():
-                    entries.append((logparse.ConsoleLine(lineno, raw, text=raw), level))
+                    yield logparse.ConsoleLine(lineno, raw, text=raw), level
                 continue
             if line.prio is not None:
                 level = line.prio & 7
-            entries.append((line, level))
-    fragments = logparse.interrupted_fragments([(ln, True) for ln, _ in entries],
-                                               logparse.Transcript())
-    for line, level in entries:
-        if line.replay:
-            continue
-        if line.dropped is not None:
-            log.dropped.append((line.lineno, line.dropped))
-            continue
-        if line.lineno in fragments or cut_in_prefix(line):
-            log.split.append((line.lineno, line.raw))
-            continue
-        if logparse.TS_RE.search(line.text):
-            log.interleaved.append((line.lineno, line.text))
-        cpu = line.cpu
-        if cpu is None and line.caller and line.caller.startswith("C"):
-            cpu = int(line.caller[1:])
-        log.records.append(Record(line.lineno, line.raw, line.text,
-                                  mask(line.text) if masked else line.text,
-                                  line.ts_usec, level, cpu))
+            yield line, level
+
+
+def fragments_of(window) -> set:
+    return logparse.interrupted_fragments([(ln, True) for ln, _ in window],
+                                          logparse.Transcript())
+
+
+def events(lines: Iterable[str], masked: bool = True, block: int = logparse.BLOCK
+           ) -> Iterator[Tuple[str, object]]:
+    """A kernel log's records and what else rig diff compares, in log order,
+    in the memory of a block of lines: ("record", Record), ("dropped",
+    (line, N)), ("split", (line, raw)), ("interleaved", (line, text))."""
+    numbered = ((n, logparse.escape_controls(ln)) for n, ln in enumerate(lines, 1))
+    head = list(itertools.islice(numbered, KMSG_SNIFF))
+    numbered = itertools.chain(head, numbered)
+    if is_kmsg_dump([ln for _, ln in head]):
+        yield from kmsg_events(numbered, masked)
+        return
+    entries = console_entries(numbered)
+    for window, fragments, n in windowed(entries, fragments_of, block,
+                                         logparse.FRAGMENT_AHEAD):
+        for line, level in window[:n]:
+            if line.replay:
+                continue
+            if line.dropped is not None:
+                yield "dropped", (line.lineno, line.dropped)
+                continue
+            if line.lineno in fragments or cut_in_prefix(line):
+                yield "split", (line.lineno, line.raw)
+                continue
+            if logparse.TS_RE.search(line.text):
+                yield "interleaved", (line.lineno, line.text)
+            cpu = line.cpu
+            if cpu is None and line.caller and line.caller.startswith("C"):
+                cpu = int(line.caller[1:])
+            yield "record", Record(line.lineno, line.raw, line.text,
+                                   mask(line.text) if masked else line.text,
+                                   line.ts_usec, level, cpu)
+
+
+def collect(name: str, found: Iterable[Tuple[str, object]]) -> Log:
+    log = Log(name)
+    for kind, what in found:
+        if kind == "record":
+            log.records.append(what)
+        else:
+            getattr(log, kind).append(what)
     return log
+
+
+def parse(name: str, data: bytes, masked: bool = True) -> Log:
+    """Any kernel log: console or dmesg lines with or without timestamps, a
+    /dev/kmsg dump; lines that are no kernel record are records too. An empty
+    log has no records: against another log that is a difference."""
+    lines = logparse.split_lines(data)
+    return collect(name, events(lines, masked, block=len(lines) + 1))
 
 
 def cut_in_prefix(line: logparse.ConsoleLine) -> bool:
@@ -500,9 +506,22 @@ COLOURS = {"missing": "31", "extra": "32", "moved": "33", "changed": "33", "cpu-
            "+": "32", "@": "36"}
 
 
+def paint(code: str, s: str, colour: bool) -> str:
+    return f"\033[{code}m{s}\033[0m" if colour and code else s
+
+
+def paint_difference(d: Difference, colour: bool) -> str:
+    where = " ".join(x for x in (f"A:{d.a_line}" if d.a_line else "",
+                                 f"B:{d.b_line}" if d.b_line else "") if x)
+    return paint(COLOURS.get(d.kind, ""), f"{d.kind:<11} {where:<14} {d.detail}", colour)
+
+
+def paint_diff_line(ln: str, colour: bool) -> str:
+    return paint(COLOURS.get(ln[:1], "") if not ln.startswith(("---", "+++")) else "1", ln,
+                 colour)
+
+
 def format_text(res: Result, colour: bool) -> str:
-    def paint(code: str, s: str) -> str:
-        return f"\033[{code}m{s}\033[0m" if colour and code else s
     lines = [f"A: {res.a.name} ({len(res.a.records)} records)",
              f"B: {res.b.name} ({len(res.b.records)} records)"]
     notes = [f"note: {d.detail}" for d in res.differences if d.kind == "note"]
@@ -511,27 +530,6 @@ def format_text(res: Result, colour: bool) -> str:
     counts = Counter(d.kind for d in res.differences if d.kind != "note")
     lines.append("differences: " + (", ".join(f"{n} {k}" for k, n in counts.items())
                                     or "none by record, text differs"))
-    for d in res.differences:
-        where = " ".join(x for x in (f"A:{d.a_line}" if d.a_line else "",
-                                     f"B:{d.b_line}" if d.b_line else "") if x)
-        lines.append(paint(COLOURS.get(d.kind, ""), f"{d.kind:<11} {where:<14} {d.detail}"))
-    for ln in res.diff_lines:
-        lines.append(paint(COLOURS.get(ln[:1], "") if not ln.startswith(("---", "+++"))
-                           else "1", ln))
+    lines += [paint_difference(d, colour) for d in res.differences]
+    lines += [paint_diff_line(ln, colour) for ln in res.diff_lines]
     return "\n".join(lines) + "\n"
-
-
-def main(path_a: str, path_b: str, as_json: bool, ts_tolerance_s: Optional[float],
-         masked: bool, colour: bool, out) -> int:
-    if path_a == path_b == "-":
-        print("rig diff: both logs are '-': standard input holds one log; give the other "
-              "as a file", file=sys.stderr)
-        return 2
-    try:
-        res = diff_files(Path(path_a), Path(path_b), ts_tolerance_s, masked)
-    except DiffInputError as e:
-        print(f"rig diff: {e}", file=sys.stderr)
-        return 2
-    out.write(json.dumps(res.to_json(), indent=1) + "\n" if as_json
-              else format_text(res, colour))
-    return 0 if res.equal else 1

@@ -1,7 +1,9 @@
 """Parsers for the two text sources of evidence: console lines and /dev/kmsg records."""
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+
+from rig.evidence.window import windowed
 
 # [    1.234567] text    with optional <N> syslog prefix, [ T1] caller field,
 # and the seed's "001: " CPU field after the timestamp.
@@ -82,27 +84,70 @@ def parse_console_line(lineno: int, raw: str) -> Optional[ConsoleLine]:
 
 def parse_transcript(data: bytes) -> Transcript:
     """Everything from the first timestamped line on is kernel output."""
+    lines = split_lines(data)
     out = Transcript()
+    for kind, line in transcript_events(lines, block=len(lines) + 1, out=out):
+        if kind == "firmware":
+            out.firmware.append(line)
+        elif kind == "line":
+            out.lines.append(line)
+        elif kind == "unparsed":
+            out.unparsed.append(line)
+    return out
+
+
+# Lines a fragment's judgement looks ahead (interrupted_fragments): the
+# attempts after it, and the attempts after those that may cut them again.
+FRAGMENT_AHEAD = 2 * (REPLAY_LOOKBACK + 1) + 2
+BLOCK = 4096
+
+
+def console_entries(lines: Iterable[str], firmware: Callable[[str], None]
+                    ) -> Iterator[Tuple[ConsoleLine, bool]]:
+    """(line, parsed) of the kernel's lines; the lines before its first
+    (timestamped) one go to firmware."""
     in_kernel = False
-    entries: List[Tuple[ConsoleLine, bool]] = []    # (line, parsed) in console order
-    for lineno, raw in enumerate(split_lines(data), 1):
+    for lineno, raw in enumerate(lines, 1):
         line = parse_console_line(lineno, raw)
         if not in_kernel:
             if line is None or line.ts_usec is None:
-                out.firmware.append(raw)
+                firmware(raw)
                 continue
             in_kernel = True
         if line is None:
             if raw.strip():
-                entries.append((ConsoleLine(lineno, raw, text=raw), False))
+                yield ConsoleLine(lineno, raw, text=raw), False
             continue
-        entries.append((line, True))
-    fragments = interrupted_fragments(entries, out)
-    for line, parsed in entries:
-        if line.lineno in fragments:
-            continue
-        (out.lines if parsed else out.unparsed).append(line)
-    return out
+        yield line, True
+
+
+def transcript_events(lines: Iterable[str], block: int = BLOCK,
+                      out: Optional[Transcript] = None) -> Iterator[Tuple[str, object]]:
+    """A transcript as events, in console order, in the memory of a block of
+    lines: ("firmware", raw), ("line", ConsoleLine), ("unparsed",
+    ConsoleLine) or ("fragment", ConsoleLine) for a line cut short by a
+    takeover. The fragments' pairs with their whole lines go to
+    out.interrupted."""
+    early: List[str] = []
+    entries = console_entries(lines, early.append)
+    pairs = out.interrupted if out is not None else []
+    for window, (found, paired), n in windowed(entries, with_fragments, block, FRAGMENT_AHEAD):
+        for raw in early:
+            yield "firmware", raw
+        early.clear()
+        block_end = window[n - 1][0].lineno
+        pairs += [pair for pair in paired if pair[0].lineno <= block_end]
+        for line, parsed in window[:n]:
+            yield ("fragment" if line.lineno in found else
+                   "line" if parsed else "unparsed"), line
+    for raw in early:            # a log with no kernel line at all
+        yield "firmware", raw
+
+
+def with_fragments(window) -> Tuple[set, list]:
+    """interrupted_fragments of a window: (fragment line numbers, pairs)."""
+    found = Transcript()
+    return interrupted_fragments(window, found), found.interrupted
 
 
 def interrupted_fragments(entries, out: Transcript) -> set:

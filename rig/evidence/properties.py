@@ -8,11 +8,13 @@ with assert_NAME, which fails with the check's message, property first.
 """
 import functools
 import re
+from collections import Counter
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Iterable, List, Optional
 
 from rig.evidence import crash, logparse
 from rig.evidence.boot import Evidence
+from rig.evidence.logread import file_lines
 from rig.evidence.uartlog import UartLogError
 from rig.evidence.wire import (foreign_byte, ier_problem, inside, line_latency, marker,
                                own_wire_ns, printed_by, programmed_format, windows)
@@ -73,32 +75,53 @@ def asserting(check):
     return assert_it
 
 
+def console_text(ev) -> Iterable[str]:
+    """The run's console lines, streamed from its console.log (a console of
+    any size), or split from the result's bytes when it has no run directory."""
+    run = getattr(ev.result, "run", None)
+    if run is not None and run.console_log.is_file():
+        return file_lines(run.console_log)
+    return logparse.split_lines(ev.result.console)
+
+
 def booted_to_init(ev: Evidence) -> Check:
-    ok = b"rig-init: start" in ev.result.console
+    ok = any("rig-init: start" in line for line in console_text(ev))
     return Check("boots to init", ok, "rig-init started" if ok else
                  "no 'rig-init: start' line on the console")
 
 
 def console_lines_parse(ev: Evidence) -> Check:
+    """From the parsed transcript, or, for a reader that did not parse it (a
+    report of a long run), from one streamed pass over the console."""
     t = ev.transcript
-    if not t.lines:
+    if t is None:
+        kinds = Counter()
+        unparsed = []
+        for kind, line in logparse.transcript_events(console_text(ev)):
+            kinds[kind] += 1
+            if kind == "unparsed" and len(unparsed) < 5:
+                unparsed.append(line)
+        lines, firmware, n_unparsed = kinds["line"], kinds["firmware"], kinds["unparsed"]
+    else:
+        lines, firmware, n_unparsed = len(t.lines), len(t.firmware), len(t.unparsed)
+        unparsed = t.unparsed[:5]
+    if not lines:
         return Check("console lines parse", False, "no kernel line on the console at all")
-    if t.unparsed:
-        bad = "; ".join(f"line {ln.lineno}: {ln.raw[:100]!r}" for ln in t.unparsed[:5])
+    if n_unparsed:
+        bad = "; ".join(f"line {ln.lineno}: {ln.raw[:100]!r}" for ln in unparsed)
         return Check("console lines parse", False,
-                     f"{len(t.unparsed)} of {len(t.lines) + len(t.unparsed)} kernel lines "
+                     f"{n_unparsed} of {lines + n_unparsed} kernel lines "
                      f"do not parse: {bad}")
-    return Check("console lines parse", True, f"{len(t.lines)} kernel lines parsed "
-                 f"({len(t.firmware)} firmware lines before the kernel)")
+    return Check("console lines parse", True, f"{lines} kernel lines parsed "
+                 f"({firmware} firmware lines before the kernel)")
 
 
 def no_splat(ev: Evidence) -> Check:
-    console = ev.result.console
-    found = crash.first(console)
+    found = next(crash.find_in(console_text(ev)), None)
     if found:
         return Check("no WARN/BUG/lockdep splat", False,
                      f"{found.title} (console line {found.lineno}: {found.headline[:120]!r})")
-    for lineno, line in enumerate(logparse.split_lines(console), 1):
+    for lineno, line in enumerate(console_text(ev), 1):
         if TRACE_RE.search(line):
             return Check("no WARN/BUG/lockdep splat", False,
                          f"backtrace at console line {lineno}: {line[:120]!r}")

@@ -7,65 +7,46 @@ when, so that contiguity ("no foreign byte inside an emergency line"),
 immediacy ("all bytes between these markers") and latency are read off
 exactly.
 """
-from array import array
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from rig.evidence import logparse
 from rig.evidence.uartlog import Record, UartLog
 
 
-NO_CPU = -1      # a THR write that came from no vCPU, in WireLine's cpu column
-
-
 @dataclass
 class WireLine:
     """One line as the UART sent it: the bytes up to and including '\\n'.
-    Kept as columns (seq, time, vCPU, byte), some 20 bytes a character, so
-    that a long flood's lines cost a small multiple of its text; records
-    gives them back as register-log records."""
-    seqs: array = field(default_factory=lambda: array("Q"))
-    times: array = field(default_factory=lambda: array("Q"))
-    writers: array = field(default_factory=lambda: array("i"))
+    It keeps its text, its first and last THR records and who wrote it; its
+    records are read back from the log when asked for (every THR write
+    between its first and last is one of its bytes), so that a long flood's
+    lines cost a small multiple of its text, not of its register log."""
     data: bytearray = field(default_factory=bytearray)
+    first: Optional[Record] = None
+    last: Optional[Record] = None
+    cpus: set = field(default_factory=set)
+    body_cpus: set = field(default_factory=set)     # who wrote the text, not the CR/LF
+    source: Optional[Sequence[Record]] = None       # the log's records
 
     def add(self, r: Record) -> None:
-        self.seqs.append(r.seq)
-        self.times.append(r.vtime_ns)
-        self.writers.append(NO_CPU if r.cpu is None else r.cpu)
+        self.first = self.first or r
+        self.last = r
         self.data.append(r.value)
-
-    def record(self, i: int) -> Record:
-        cpu = self.writers[i]
-        return Record(self.seqs[i], self.times[i], None if cpu == NO_CPU else cpu, "THR", 0,
-                      self.data[i])
+        self.cpus.add(r.cpu)
+        if r.value not in (0x0D, 0x0A):
+            self.body_cpus.add(r.cpu)
 
     @property
     def records(self) -> List[Record]:
-        return [self.record(i) for i in range(len(self.data))]
+        found = [r for r in self.source[self.first.seq:self.last.seq + 1]
+                 if r.reg == "THR" and not r.is_read]
+        assert len(found) == len(self.data), "a wire line's records changed under it"
+        return found
 
     @property
     def text(self) -> str:
         """The line without its CR/LF, as the transcript shows it."""
         return bytes(self.data).decode("utf-8", "replace").replace("\r", "").rstrip("\n")
-
-    @property
-    def cpus(self) -> set:
-        return {None if c == NO_CPU else c for c in self.writers}
-
-    @property
-    def body_cpus(self) -> set:
-        """vCPUs that wrote the text (the CR/LF may come from an interrupter)."""
-        return {None if c == NO_CPU else c for c, v in zip(self.writers, self.data)
-                if v not in (0x0D, 0x0A)}
-
-    @property
-    def first(self) -> Record:
-        return self.record(0)
-
-    @property
-    def last(self) -> Record:
-        return self.record(len(self.data) - 1)
 
     def __len__(self) -> int:
         return len(self.data)
@@ -73,14 +54,14 @@ class WireLine:
 
 def wire_lines(log: UartLog, start_seq: int = 0) -> List[WireLine]:
     """THR writes from log record start_seq on, cut after every '\\n'."""
-    lines, cur = [], WireLine()
+    lines, cur = [], WireLine(source=log.records)
     for r in log.records[start_seq:] if start_seq else log.records:
         if r.reg != "THR" or r.is_read:
             continue
         cur.add(r)
         if r.value == 0x0A:
             lines.append(cur)
-            cur = WireLine()
+            cur = WireLine(source=log.records)
     if cur.data:
         lines.append(cur)
     return lines

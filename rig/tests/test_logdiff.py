@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rig.evidence import logdiff
+from rig.evidence import diffstream, logdiff
 
 DATA = Path(__file__).parent / "data"
 BOOT = (DATA / "patched-boot-takeover.console").read_bytes()
@@ -225,17 +225,17 @@ def test_main_exit_codes_text_and_json(tmp_path, capsys):
     b.mkdir()
     (b / "console.log").write_bytes(BOOT.replace(b"rig-init: start", b"rig-init: begin"))
     out = io.StringIO()
-    assert logdiff.main(str(a), str(a), False, None, True, False, out) == 0
+    assert diffstream.main(str(a), str(a), False, None, True, False, out) == 0
     assert out.getvalue().endswith("equal\n")
     out = io.StringIO()
-    assert logdiff.main(str(a), str(b), False, None, True, True, out) == 1
+    assert diffstream.main(str(a), str(b), False, None, True, True, out) == 1
     assert "\033[" in out.getvalue() and "-000: rig-init: start" in out.getvalue()
     out = io.StringIO()
-    assert logdiff.main(str(a), str(b), True, None, True, False, out) == 1
+    assert diffstream.main(str(a), str(b), True, None, True, False, out) == 1
     doc = json.loads(out.getvalue())
     assert doc["equal"] is False and doc["counts"] == {"changed": 1}
     assert doc["differences"][0]["a_line"] == doc["differences"][0]["b_line"]
-    assert logdiff.main(str(a), str(tmp_path / "x"), True, None, True, False, io.StringIO()) == 2
+    assert diffstream.main(str(a), str(tmp_path / "x"), True, None, True, False, io.StringIO()) == 2
     assert "no such file" in capsys.readouterr().err
 
 
@@ -462,7 +462,7 @@ def test_real_inputs_exit_codes(tmp_path, capsys):
         else:
             path.write_bytes(data)
         for a, b in ((good, path), (path, good)):
-            assert logdiff.main(str(a), str(b), False, None, True, False, io.StringIO()) == code
+            assert diffstream.main(str(a), str(b), False, None, True, False, io.StringIO()) == code
             err = capsys.readouterr().err
             assert (not msg and not err) or (err.startswith(f"rig diff: {path}") and msg in err), err
 
@@ -487,7 +487,7 @@ def test_a_removed_line_is_named_even_among_masked_twins(name):
 
 
 def test_both_logs_from_stdin_is_bad_input(capsys):
-    assert logdiff.main("-", "-", False, None, True, False, io.StringIO()) == 2
+    assert diffstream.main("-", "-", False, None, True, False, io.StringIO()) == 2
     assert "both logs are '-'" in capsys.readouterr().err
 
 

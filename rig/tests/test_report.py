@@ -74,12 +74,43 @@ def test_the_crash_headlines_are_listed_and_marked_in_the_transcript(tmp_path):
     d = data.gather(run)
     assert d["crashes"] == [
         {"title": "BUG: unable to handle kernel NULL pointer dereference in crash_now",
-         "line": 185},
-        {"title": "Oops in crash_now", "line": 194}]
+         "line": 185, "page": 1},
+        {"title": "Oops in crash_now", "line": 194, "page": 1}]
     marked = {ln["n"]: ln for ln in d["lines"] if ln.get("crash")}
     assert sorted(marked) == [185, 194]
     assert "BUG: kernel NULL pointer dereference" in marked[185]["text"]
     assert '<a href="#line-185">line 185</a>: BUG: unable to handle' in page.run_page(d)
+
+
+def test_a_long_transcript_goes_on_over_pages_each_of_bounded_size(tmp_path, monkeypatch):
+    """The console's lines past the first page go to report-2.html, ...,
+    linked both ways, and a crash headline's link names its page."""
+    from rig.tools.report import main
+    monkeypatch.setattr(data, "PAGE_LINES", 100)
+    run = real_s7_run(tmp_path)
+    console = lzma.decompress((DATA / "patched-oops.console.xz").read_bytes())
+    (run / "console.log").write_bytes(console)
+    total = console.count(b"\n")
+    d = main.write_run(run, None)
+    pages = sorted(run.glob("report-*.html"))
+    assert d["pages"] == list(range(1, (total - 1) // 100 + 2))
+    assert [p.name for p in pages] == [f"report-{n}.html" for n in d["pages"][1:]]
+    first = (run / "report.html").read_text()
+    assert '<a href="report-2.html">next' in first
+    assert '<a href="report-2.html#line-185">line 185</a>' in first
+    second = pages[0].read_text()
+    assert '"n": 185' in second and '"n": 99' not in second and "previous page" in second
+    shown = sum(len(json.loads(re.search(r'id="data">(.*?)</script>', p.read_text(), re.S)
+                               .group(1))["lines"]) for p in [run / "report.html"] + pages)
+    assert shown >= total - 5, "lines went missing between the pages"
+
+
+def test_the_timeline_of_a_long_run_draws_a_bounded_number_of_bars(tmp_path, monkeypatch):
+    monkeypatch.setattr(data, "MAX_BARS", 10)
+    monkeypatch.setattr(data, "MAX_EVENTS", 5)
+    tl = data.timeline(uartlog.read(real_s7_run(tmp_path) / "uart.log"))
+    assert len(tl["bars"]) == 10 and tl["bars_not_drawn"] > 0
+    assert len(tl["events"]) == 5 and tl["events_not_drawn"] > 0
 
 
 @pytest.mark.parametrize("cls", ["hang", "panic", "qemu-crash", "rig-error", "unknown"])

@@ -1,7 +1,9 @@
 """rig bench [--lines N] [--stress-records N] [--verdict-runs N] [--out FILE]
 [--page DIR] [--from FILE] [--check] [--command CMD [--cold]]: the printk figures of
 rig.tools.bench.guest on both flavors in one run, the rig's own time to verdict
-(rig.tools.bench.verdict) and rig diff's speed (rig.tools.bench.diff), as JSON
+(rig.tools.bench.verdict), rig diff's speed (rig.tools.bench.diff), what
+checking the cached inputs costs (rig.tools.bench.inputs) and the readers'
+time and memory on 1 GB logs (rig.tools.bench.biglog), as JSON
 and the measurements page rendered from it (rig.tools.bench.page); --check
 exits 1 when the patched kernel breaks a promise of
 rig.tools.bench.report.check or rig diff misses its target. --command
@@ -15,7 +17,10 @@ from pathlib import Path
 from typing import Optional
 
 from rig.artifacts import built as artifacts
-from rig.tools.bench import commands, diff, fleet, guest, page, report, verdict
+from rig.tools.bench import biglog, commands, diff, fleet, guest, inputs, page, report, verdict
+
+# The long-log case: every reader on logs of this size (rig.tools.bench.biglog).
+LONG_LOG_BYTES = 1 << 30
 
 
 def machine_name() -> str:
@@ -48,8 +53,11 @@ def main(lines: int, out: Path, do_check: bool, stress_records: int, verdict_run
             "units": "printk and ringbuffer figures: guest virtual time (-icount), ns unless "
                      "said; time to verdict: host wall seconds"}
     diffs = diff.measure()
+    extra = {"input_checks": inputs.measure(),
+             "long_logs": biglog.measure_all(LONG_LOG_BYTES, out.parent / "bench-long-logs")}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report.to_json(figs["vanilla"], figs["patched"], meta, times, diffs))
+    data = json.loads(report.to_json(figs["vanilla"], figs["patched"], meta, times, diffs))
+    out.write_text(json.dumps(dict(data, **extra), indent=2) + "\n")
     print(f"JSON: {out}")
     return show(out, page_dir, do_check)
 

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 from typing import Dict, List
 
-from rig.tools.bench import commands, diff, fleet, report
+from rig.tools.bench import biglog, commands, diff, fleet, inputs, report
 from rig.tools.bench.guest import FlavorFigures
 
 
@@ -17,7 +17,8 @@ def problems(data: Dict) -> List[str]:
     """What of the bench's promises the figures break (empty: all hold)."""
     found = (report.check(figures(data, "vanilla"), figures(data, "patched"))
              if "patched" in data else [])
-    return found + (diff.check(data["rig_diff"]) if data.get("rig_diff") else [])
+    return (found + (diff.check(data["rig_diff"]) if data.get("rig_diff") else [])
+            + (biglog.check(data["long_logs"]) if data.get("long_logs") else []))
 
 
 def verdict(data: Dict) -> str:
@@ -28,7 +29,9 @@ def verdict(data: Dict) -> str:
             f"lower than vanilla's\n- patched emergency line within "
             f"{report.EMERGENCY_RATIO_MAX}x of its own wire time\n"
             + (f"- rig diff of two different 500 KB boots under {diff.TARGET_S} s\n"
-               if data.get("rig_diff") else ""))
+               if data.get("rig_diff") else "")
+            + (f"- every reader of a {data['long_logs']['log_mb']} MB log within "
+               f"{data['long_logs']['budget_mb']} MB\n" if data.get("long_logs") else ""))
 
 
 def render(data: Dict, source: str) -> str:
@@ -59,6 +62,12 @@ def render(data: Dict, source: str) -> str:
                   report.verdict_table(data["time_to_verdict"])]
     if data.get("rig_diff"):
         parts += ["## rig diff (host wall time)\n", diff.table(data["rig_diff"])]
+    if data.get("input_checks"):
+        parts += ["## Checking the cached inputs (host wall time)\n",
+                  inputs.table(data["input_checks"])]
+    if data.get("long_logs"):
+        parts += ["## Long logs: time and memory of the readers (host)\n",
+                  biglog.table(data["long_logs"])]
     if data.get("fleet"):
         parts += ["## The scenario suite on a fleet of test hosts (host wall time)\n",
                   fleet.table(data["fleet"])]

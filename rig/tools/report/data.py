@@ -5,11 +5,12 @@ guest virtual nanoseconds."""
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from rig import paths
 from rig.evidence import crash, logparse, uartlog
 from rig.evidence.boot import Evidence
+from rig.evidence.logread import file_lines
 from rig.evidence.properties import KMSG_CONTIGUOUS, boot_checks
 from rig.evidence.wire import ier_problem, marker
 from rig.protocol import MARK_RUN_BEGIN
@@ -92,51 +93,86 @@ def level_of(line: logparse.ConsoleLine, levels: Dict[tuple, int]) -> Optional[i
     return tag.level if tag else None
 
 
-def transcript_lines(run: RecordedRun, ev: Evidence) -> List[dict]:
-    t = ev.transcript
+# A page holds the transcript lines of this many console line numbers; a
+# longer run's transcript goes on further pages (report-2.html, ...), so
+# that no page grows with the run.
+PAGE_LINES = 5000
+# The timeline draws at most this many bars and events, and says so.
+MAX_BARS = MAX_EVENTS = 20_000
+MAX_CRASHES = 200
+
+
+def page_of(lineno: int) -> int:
+    return (lineno - 1) // PAGE_LINES + 1
+
+
+def transcript_pages(run: RecordedRun, ev: Evidence, headlines: Dict[int, str]
+                     ) -> Iterator[Tuple[int, List[dict]]]:
+    """(page, its lines) of the transcript, read as a stream: each line with
+    its level, whether it is an emergency message, cut short by a takeover,
+    a replay or dropped line, a crash headline."""
     levels, emergency = kmsg_levels(ev), emergency_below(run, ev.side.sections)
-    cut = {frag.lineno for frag, _ in t.interrupted}
-    headlines = {c.lineno: c.title for c in crash.find(run.console)}
-    out = [{"n": i + 1, "text": raw, "kind": "firmware"}
-           for i, raw in enumerate(t.firmware)]
-    for line in sorted(t.lines + t.unparsed, key=lambda ln: ln.lineno):
-        level = level_of(line, levels)
-        out.append({"n": line.lineno, "text": line.raw, "kind": "kernel",
+    page, lines, firmware = 1, [], 0
+    for kind, line in logparse.transcript_events(file_lines(run.run.console_log)):
+        if kind == "firmware":      # the console's first lines, before the kernel's
+            firmware += 1
+            item = {"n": firmware, "text": line, "kind": "firmware"}
+        else:
+            level = level_of(line, levels)
+            item = {"n": line.lineno, "text": line.raw, "kind": "kernel",
                     "level": level, "cpu": line.cpu,
                     "emergency": emergency is not None and level is not None
                     and level < emergency,
-                    "cut": line.lineno in cut, "replay": line.replay,
-                    "dropped": line.dropped, "crash": headlines.get(line.lineno)})
-    return out
+                    "cut": kind == "fragment", "replay": line.replay,
+                    "dropped": line.dropped, "crash": headlines.get(line.lineno)}
+        if page_of(item["n"]) != page and lines:
+            yield page, lines
+            lines = []
+        page = page_of(item["n"])
+        lines.append(item)
+    yield page, lines
 
 
 def timeline(log: uartlog.UartLog) -> dict:
     """Bars: runs of THR bytes written by one vCPU within one console line
-    (a line whose bytes came from two vCPUs is two bars or more)."""
-    bars, cur, line_no = [], None, 0
-    for r in log.writes("THR"):
+    (a line whose bytes came from two vCPUs is two bars or more); at most
+    MAX_BARS bars and MAX_EVENTS events, from the run's start."""
+    bars, cur, line_no, more_bars = [], None, 0, 0
+    per_line: Dict[int, set] = {}
+    events, more_events = [], 0
+    for r in log.records:
+        if r.reg in ("NMI", "MARKER") or (r.reg == "IER" and not r.is_read):
+            if len(events) < MAX_EVENTS:
+                events.append({"t": r.vtime_ns, "cpu": r.cpu, "kind": r.reg, "value": r.value})
+            else:
+                more_events += 1
+            continue
+        if r.reg != "THR" or r.is_read:
+            continue
         if cur is None or cur["cpu"] != r.cpu:
-            cur = {"cpu": r.cpu, "t0": r.vtime_ns, "t1": r.vtime_ns, "line": line_no,
-                   "text": ""}
-            bars.append(cur)
+            per_line.setdefault(line_no, set()).add(r.cpu)
+            if len(bars) < MAX_BARS:
+                cur = {"cpu": r.cpu, "t0": r.vtime_ns, "t1": r.vtime_ns, "line": line_no,
+                       "text": ""}
+                bars.append(cur)
+            else:
+                cur = {"cpu": r.cpu, "text": ""}       # counted, not drawn
+                more_bars += 1
         cur["t1"] = r.vtime_ns
-        cur["text"] += chr(r.value) if 32 <= r.value < 127 else ""
+        if len(cur["text"]) < 512:
+            cur["text"] += chr(r.value) if 32 <= r.value < 127 else ""
         if r.value == 0x0A:
             line_no += 1
             cur = None
-    per_line: Dict[int, set] = {}
-    for b in bars:
-        per_line.setdefault(b["line"], set()).add(b["cpu"])
     interrupted = {n for n, cpus in per_line.items() if len(cpus) > 1}
     for b in bars:
         b["mixed"] = b["line"] in interrupted
-    events = [{"t": r.vtime_ns, "cpu": r.cpu, "kind": r.reg, "value": r.value}
-              for r in log.records if r.reg in ("NMI", "MARKER") or
-              (r.reg == "IER" and not r.is_read)]
-    times = [r.vtime_ns for r in log.records]
-    return {"bars": bars, "events": events, "start": min(times, default=0),
-            "end": max(times, default=1), "lines_on_wire": line_no,
-            "interrupted_lines": len(interrupted)}
+    records = log.records
+    return {"bars": bars, "events": events,
+            "start": records[0].vtime_ns if len(records) else 0,
+            "end": records[-1].vtime_ns if len(records) else 1,
+            "lines_on_wire": line_no, "interrupted_lines": len(interrupted),
+            "bars_not_drawn": more_bars, "events_not_drawn": more_events}
 
 
 def properties(run: RecordedRun, ev: Evidence, test_verdict: Optional[dict]) -> List[dict]:
@@ -192,9 +228,18 @@ def verdict(props: List[dict], outcome_cls: str) -> str:
 
 
 def gather(run_dir: Path, test_verdict: Optional[dict] = None) -> dict:
+    """What the run's page shows. Its transcript's first page is "lines";
+    "more_pages" yields the others, (page, lines), as a stream."""
     run = RecordedRun.read(run_dir)
-    ev = Evidence.of(run, lenient=True)
+    ev = Evidence.of(run, lenient=True, transcript=False)
     props = properties(run, ev, test_verdict)
+    crashes, headlines = [], {}
+    for c in crash.find_in(file_lines(run.run.console_log)):
+        if len(crashes) < MAX_CRASHES:
+            crashes.append({"title": c.title, "line": c.lineno, "page": page_of(c.lineno)})
+            headlines[c.lineno] = c.title
+    pages = transcript_pages(run, ev, headlines)
+    first_page, lines = next(pages)
     return {
         "run_dir": str(run_dir),
         "name": run.summary.get("name") or run.bundle.get("name") or run_dir.name,
@@ -208,8 +253,10 @@ def gather(run_dir: Path, test_verdict: Optional[dict] = None) -> dict:
         "verdict": verdict(props, run.outcome.cls),
         # A run the test ended on purpose and judged right (a panic scenario).
         "expected_end": run.outcome.cls != "clean" and expects_end(test_verdict),
-        "crashes": [{"title": c.title, "line": c.lineno} for c in crash.find(run.console)],
-        "lines": transcript_lines(run, ev),
+        "crashes": crashes,
+        "lines": lines,
+        "page": first_page,
+        "more_pages": pages,
         "timeline": timeline(ev.log) if ev.log is not None else None,
         "levels": LEVELS,
     }

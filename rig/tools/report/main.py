@@ -23,9 +23,37 @@ def junit_runs(junit: Path) -> Dict[str, dict]:
 
 
 def write_run(run_dir: Path, verdict: Optional[dict]) -> dict:
+    """RUN/report.html, and the further pages of a long transcript
+    (report-N.html), written as the transcript is read."""
     d = gather(run_dir, verdict)
-    RunDir(run_dir).write_text(RunDir.REPORT, page.run_page(d))
+    run = RunDir(run_dir)
+    for old in run_dir.glob(PAGE_FILE.format(n="*")):
+        old.unlink()
+    numbers, waiting = [d["page"]], None
+    for number, lines in d.pop("more_pages"):
+        if waiting is not None:
+            write_page(run, d, waiting, numbers[-2], number)
+        numbers.append(number)
+        waiting = (number, lines)
+    if waiting is not None:
+        write_page(run, d, waiting, numbers[-2], None)
+    d["pages"] = numbers
+    d["next_page"] = page_href(numbers[1]) if len(numbers) > 1 else None
+    run.write_text(RunDir.REPORT, page.run_page(d))
     return d
+
+
+PAGE_FILE = "report-{n}.html"
+
+
+def page_href(n: int) -> str:
+    return RunDir.REPORT if n == 1 else PAGE_FILE.format(n=n)
+
+
+def write_page(run: RunDir, d: dict, numbered: tuple, before: int, after: Optional[int]) -> None:
+    number, lines = numbered
+    run.write_text(page_href(number), page.lines_page(
+        d, lines, number, page_href(before), page_href(after) if after else None))
 
 
 def main(runs: List[Path], junit: Optional[Path], out: Optional[Path]) -> int:

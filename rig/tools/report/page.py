@@ -3,7 +3,7 @@ external resources (the data is embedded as JSON, the timeline drawn by the
 page's own script into SVG). The pages are Jinja2 templates in templates/,
 autoescaped; the style and the script are files there too."""
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 import jinja2
 from markupsafe import Markup
@@ -37,7 +37,16 @@ def render(template: str, **values) -> str:
 
 
 def run_page(d: dict) -> str:
-    return render("run.html", d=d, script=asset("report.js"))
+    page_data = {k: v for k, v in d.items() if k != "more_pages"}
+    return render("run.html", d=d, page_data=page_data, script=asset("report.js"))
+
+
+def lines_page(d: dict, lines: List[dict], number: int, before: str,
+               after: Optional[str]) -> str:
+    """A further page of a long run's transcript."""
+    data = {"lines": lines, "levels": d["levels"], "timeline": None, "cpus": d["cpus"]}
+    return render("lines.html", d=d, data=data, number=number, before=before, after=after,
+                  script=asset("report.js"))
 
 
 def index_page(title: str, rows: List[dict]) -> str:
