@@ -143,7 +143,8 @@ def cmd_flakes(args) -> int:
 def add_flakes(sub) -> None:
     p = sub.add_parser("flakes", help="run scenarios N times and compare verdicts",
                        description="Run pytest on the scenarios N times in a row; exit 1 if "
-                                   "any test's verdict differs between runs.")
+                                   "any test's verdict differs between runs, 2 if a run "
+                                   "failed on the rig's own fault (it judged nothing).")
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("pytest_args", nargs=argparse.REMAINDER,
                    help="pytest arguments after -- (default: scenarios)")
@@ -162,7 +163,8 @@ def add_mutants(sub) -> None:
                        description="Build the patched kernel with each patch of "
                                    "kernel-patches/mutants/series on top, run the scenarios "
                                    "on it, report which tests caught it; exit 1 if a "
-                                   "mutant is not caught.")
+                                   "mutant is not caught, 2 if one did not build or its run "
+                                   "failed on the rig's own fault.")
     p.add_argument("--only", action="append", help="only this mutant (repeatable)")
     p.add_argument("--resume", action="store_true",
                    help="keep the verdicts of runs/mutants/kills.json for mutants whose kernel "
@@ -180,7 +182,7 @@ def cmd_diff(args) -> int:
     from rig.evidence import diffstream
     colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     return diffstream.main(args.a, args.b, args.json, args.ts_tolerance, not args.no_mask,
-                        colour, sys.stdout)
+                           colour, sys.stdout, max_decompressed=args.max_decompressed << 20)
 
 
 def add_diff(sub) -> None:
@@ -202,12 +204,21 @@ def add_diff(sub) -> None:
     p.add_argument("--no-mask", action="store_true",
                    help="match on the exact text: do not mask addresses, pids and hashes")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    add_max_decompressed(p)
     p.set_defaults(func=cmd_diff)
+
+
+def add_max_decompressed(p) -> None:
+    from rig.evidence.logread import MAX_DECOMPRESSED
+    p.add_argument("--max-decompressed", type=int, metavar="MIB",
+                   default=MAX_DECOMPRESSED >> 20,
+                   help="stop reading compressed data past this many MiB, with an error "
+                        f"(default {MAX_DECOMPRESSED >> 20})")
 
 
 def cmd_parse(args) -> int:
     from rig.evidence import logcheck
-    return logcheck.main(args.log, args.json)
+    return logcheck.main(args.log, args.json, max_decompressed=args.max_decompressed << 20)
 
 
 def add_parse(sub) -> None:
@@ -220,6 +231,7 @@ def add_parse(sub) -> None:
                                    "input.")
     p.add_argument("log")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_max_decompressed(p)
     p.set_defaults(func=cmd_parse)
 
 
@@ -298,7 +310,8 @@ def add_determinism(sub) -> None:
                                            "compare every boot's evidence bytes",
                        description="Run pytest -m golden N times; exit 1 if any "
                                    "boot's console.log, uart.log or side.bin differs "
-                                   "between runs (naming the first difference).")
+                                   "between runs (naming the first difference), 2 if a run "
+                                   "failed on the rig's own fault.")
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("pytest_args", nargs=argparse.REMAINDER,
                    help="pytest arguments after -- (default: scenarios)")
@@ -354,7 +367,8 @@ def add_demo(sub) -> None:
                        "goes out at once. Shows the console as it happens, then when the call "
                        "was made, when its last bit left the wire, how many lines waited, "
                        "the verdicts and the run's HTML report. Exit 0 every property holds, "
-                       "1 one does not, 3 no verdict (incomplete evidence).")
+                       "1 one does not, 2 the rig's own failure (named), 3 no verdict "
+                       "(incomplete evidence).")
     p.set_defaults(func=cmd_demo)
 
 
@@ -434,7 +448,7 @@ def add_hosts(sub) -> None:
     p = sub.add_parser("hosts", help="the fleet of libvirt hosts: list them, check them",
                        description="The hosts of --hosts FILE or --libvirt-uri (docs/fleet.md), "
                        "with their slots; --check connects to each and says what it runs. "
-                       "Exit 0, 1 when a host does not answer, 2 a bad hosts file.")
+                       "Exit 0, 2 a bad hosts file or a host that does not answer (named).")
     p.add_argument("--hosts", metavar="FILE", help="a hosts file")
     p.add_argument("--libvirt-uri", action="append", default=[], metavar="URI")
     p.add_argument("--host-slots", type=int, default=1, metavar="N",
@@ -460,7 +474,7 @@ def cmd_hosts(args) -> int:
         return 0
     ok, lines = check.report(fleet)
     print("\n".join(lines))
-    return 0 if ok else 1
+    return 0 if ok else faults.EXIT_RIG
 
 
 def add_cache(sub) -> None:
@@ -483,7 +497,11 @@ SUBCOMMANDS = (add_build, add_boot, add_run, add_flakes, add_diff, add_parse, ad
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python3 -m rig", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="python3 -m rig", description=__doc__,
+        epilog="Exit codes of every subcommand: 0 every property holds, 1 a property of the "
+               "kernel does not hold, 2 bad input or a failure of the rig or its host (named "
+               "on a line starting 'error:'), 3 the run's evidence is incomplete (no verdict).")
     sub = p.add_subparsers(dest="cmd", required=True)
     for add in SUBCOMMANDS:
         add(sub)

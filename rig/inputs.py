@@ -44,6 +44,28 @@ def init_steps() -> Tuple[str, ...]:
 
 
 @lru_cache(maxsize=None)
+def section_steps() -> Tuple[str, ...]:
+    """The steps that send a side-channel section (their function calls
+    side_section or run_capture): a section sent twice makes the side
+    channel unreadable, so each of these may run once."""
+    src = (paths.GUEST_SRC / "init.c").read_text()
+    start = src.index("static int run_step(")
+    body = src[start:src.index("\n}\n", start)]
+    found = []
+    for name, captured, fn in STEP_CALL_RE.findall(body):
+        m = re.search(r"\n(?:static )?[\w ]+\*?\b" + fn + r"\([^)]*\)\n\{(.*?)\n\}\n", src,
+                      re.S) if fn else None
+        if captured or (m and SENDS_RE.search(m.group(1))):
+            found.append(name)
+    return tuple(found)
+
+
+STEP_CALL_RE = re.compile(r'!strcmp\(name, "(\w+)"\)\)\s*(?:\{.*?(run_capture)\(|'
+                          r'(?:return )?(\w+)\(\))', re.S)
+SENDS_RE = re.compile(r"\bside_section\(|\brun_capture\(")
+
+
+@lru_cache(maxsize=None)
 def init_params() -> Tuple[str, ...]:
     """The rig.NAME parameters rig-init reads."""
     return tuple(sorted(set(INIT_PARAM_RE.findall((paths.GUEST_SRC / "init.c").read_text()))))
@@ -117,6 +139,12 @@ def check_init_param(name: str, value: str) -> Optional[str]:
         if unknown:
             return (f"rig.steps={value}: no step {', '.join(map(repr, unknown))}; "
                     f"the steps are: {', '.join(init_steps())}")
+        twice = sorted({s for s in value.split(",")
+                        if s in section_steps() and value.split(",").count(s) > 1})
+        if twice:
+            return (f"rig.steps={value}: step {', '.join(map(repr, twice))} twice; it sends "
+                    f"a side-channel section, which a run holds once (steps that do: "
+                    f"{', '.join(section_steps())})")
     if name in ("sleep_ms", "line_len", "line_prefix", "follow_delay_us", "printk_delay"):
         number = parse_int(value)
         if number is None or number < 0:

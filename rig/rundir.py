@@ -137,6 +137,12 @@ def room(path: Path) -> str:
 
 
 def check_room(path: Path, min_free_mb: int) -> None:
+    """Run directories can go under path: its name is one QEMU's options
+    can carry, and its filesystem has min_free_mb free."""
+    if "," in str(path):
+        raise RunDirError(f"{path}: a comma in the runs directory's path would end a QEMU "
+                          f"option in the middle of a file name (QEMU separates options with "
+                          f"','); put the runs elsewhere (RIG_RUNS=DIR)")
     if free_bytes(path) < min_free_mb * 2**20:
         raise RunDirError(f"{path}: {room(path)}; a boot needs at "
                           f"least {min_free_mb} MiB for its evidence (console, register "

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from rig.artifacts.cache import MANIFEST, USED, lock_of
+from rig.artifacts.runner import BuildError
 from rig.paths import cache_root
 
 NOT_STEPS = {"ccache", "src"}
@@ -77,7 +78,10 @@ def prune(unused_for_h: float = DEFAULT_HOURS, dry_run: bool = False,
           root: Optional[Path] = None) -> List[Entry]:
     """Remove (or with dry_run only list) the entries unused for that long."""
     root = root or cache_root()
+    if root.exists() and not root.is_dir():
+        raise BuildError(f"build cache {root}: not a directory (RIG_CACHE names a file?)")
     if not root.is_dir():
+        print(f"[prune] no build cache at {root}: nothing to remove", flush=True)
         return []
     cutoff = time.time() - unused_for_h * 3600
     found = entries(root)

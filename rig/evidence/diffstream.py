@@ -28,7 +28,7 @@ from rig.evidence import logalign
 from rig.evidence.logdiff import (Difference, Log, Record, Result, collect, compare, events,
                                   fmt_dropped, format_text, paint_diff_line,
                                   paint_difference, render, shared_fields, unified)
-from rig.evidence.logread import LogInputError, LogSource
+from rig.evidence.logread import MAX_DECOMPRESSED, LogInputError, LogSource
 
 WINDOW = 40_000          # records of each log held at once
 MARGIN = WINDOW // 4     # a cut is never this close to a window's end
@@ -117,9 +117,10 @@ class Spool:
 
 
 def diff(path_a, path_b, ts_tolerance_s: Optional[float], masked: bool, as_json: bool,
-         colour: bool, out: IO[str]) -> bool:
+         colour: bool, out: IO[str], max_decompressed: int = MAX_DECOMPRESSED) -> bool:
     """Write the diff of two logs to out; True if they are equal."""
-    with LogSource(path_a) as src_a, LogSource(path_b) as src_b:
+    with LogSource(path_a, max_decompressed=max_decompressed) as src_a, \
+            LogSource(path_b, max_decompressed=max_decompressed) as src_b:
         a = Side(src_a.name, events(src_a.lines(), masked))
         b = Side(src_b.name, events(src_b.lines(), masked))
         a.fill(WINDOW)
@@ -224,13 +225,14 @@ def write_json(a, b, equal, counts, notes, differences, hunks, out) -> None:
 
 
 def main(path_a: str, path_b: str, as_json: bool, ts_tolerance_s: Optional[float],
-         masked: bool, colour: bool, out) -> int:
+         masked: bool, colour: bool, out, max_decompressed: int = MAX_DECOMPRESSED) -> int:
     if path_a == path_b == "-":
         print("rig diff: both logs are '-': standard input holds one log; give the other "
               "as a file", file=sys.stderr)
         return 2
     try:
-        return 0 if diff(path_a, path_b, ts_tolerance_s, masked, as_json, colour, out) else 1
+        return 0 if diff(path_a, path_b, ts_tolerance_s, masked, as_json, colour, out,
+                         max_decompressed) else 1
     except LogInputError as e:
         print(f"rig diff: {e}", file=sys.stderr)
         return 2

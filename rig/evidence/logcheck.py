@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import List, Optional
 
 from rig.evidence import crash, logdiff, logparse
-from rig.evidence.logread import LogInputError, LogSource
+from rig.evidence.logread import MAX_DECOMPRESSED, LogInputError, LogSource
 
 # The patched kernel's default emergency threshold: warnings and worse.
 EMERGENCY_LEVEL_MAX = 4
@@ -145,9 +145,10 @@ def render(name: str, props: List[Property]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(path: str, as_json: bool, out=sys.stdout, stdin=None) -> int:
+def main(path: str, as_json: bool, out=sys.stdout, stdin=None,
+         max_decompressed: int = MAX_DECOMPRESSED) -> int:
     try:
-        with LogSource(path, stdin) as src:
+        with LogSource(path, stdin, max_decompressed) as src:
             name, props = src.name, judge(src)
     except LogInputError as e:
         print(f"rig parse: {e}", file=sys.stderr)

@@ -41,6 +41,10 @@ BAD_INPUT = {
     "unknown step": (["--cmdline", "rig.steps=kmsg,bogus"],
                      r"error: bad boot request: rig.steps=kmsg,bogus: no step 'bogus'; the "
                      r"steps are: kmsg, hang, panic"),
+    "a step that sends a section twice": (["--cmdline", "rig.steps=kmsg,kmsg"],
+                                          r"error: bad boot request: rig.steps=kmsg,kmsg: "
+                                          r"step 'kmsg' twice; it sends a side-channel "
+                                          r"section, which a run holds once"),
     "unknown init parameter": (["--cmdline", "rig.stepz=kmsg"],
                                r"error: bad boot request: rig.stepz: rig-init reads no such "
                                r"parameter; it reads: "),
@@ -84,6 +88,25 @@ def test_bad_input_is_refused_by_name_before_anything_is_built(case, tmp_path):
     # Nothing was built, started or written.
     assert not re.search(r"^\[(module|initramfs|kernel|qemu)[-\w]*\] ", out, re.M), out
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_a_comma_in_the_runs_directory_is_refused_by_name(tmp_path):
+    """QEMU reads ',' as the end of an option's value: such a run once ended
+    as a qemu-crash, exit 1, a kernel verdict."""
+    rc, out = rig_boot(env={"RIG_RUNS": str(tmp_path / "a,b")})
+    assert rc == 2 and re.match(rf"error: {re.escape(str(tmp_path))}/a,b: a comma in the runs "
+                                r"directory's path would end a QEMU option", first_error(out)), out
+    assert not (tmp_path / "a,b").exists()
+
+
+@pytest.mark.boots
+def test_spaces_and_newlines_in_the_runs_directory_work(tmp_path):
+    runs = tmp_path / "with space" / "and\nnewline"
+    rc, out = rig_boot("--clock", "icount", "--cmdline", "rig.steps=kmsg",
+                       env={"RIG_RUNS": str(runs)})
+    assert rc == 0 and "[verdict] PASS: 5 of 5" in out, out
+    (run,) = runs.iterdir()
+    assert (run / "console.log").stat().st_size and (run / "summary.json").is_file()
 
 
 @pytest.mark.boots
@@ -283,3 +306,20 @@ def test_the_least_memory_the_check_allows_boots(tmp_path):
     least = next(mb for mb in range(8, 512) if not inputs.problems(2, mb, "", sizes))
     res = boot(BootRequest(name="least-memory", run_dir=tmp_path / "run", memory_mb=least))
     assert res.outcome.cls == "clean", f"{least} MiB: {res.outcome.detail}"
+
+
+@pytest.mark.boots
+def test_a_restored_runs_files_are_its_users_alone_whatever_the_umask(tmp_path):
+    """The template's evidence is copied into a restored run: under umask
+    000 those copies were 0666."""
+    proc = subprocess.run([sys.executable, "-c",
+                           "import os, sys; os.umask(0); from rig.cli import main; "
+                           "sys.exit(main(sys.argv[1:]))", "boot", "--quiet", "--clock",
+                           "icount", "--cmdline", "rig.steps=kmsg"],
+                          cwd=paths.REPO, env={**os.environ, "RIG_RUNS": str(tmp_path / "runs")},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (run,) = (tmp_path / "runs").iterdir()
+    assert oct(run.stat().st_mode & 0o777) == "0o700"
+    modes = {p.name: oct(p.stat().st_mode & 0o777) for p in run.iterdir()}
+    assert set(modes.values()) == {"0o600"}, modes

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rig.tools import results
+from rig.tools.junit import JUnitError
 
 DATA = Path(__file__).parent / "data"
 EVERY_STATUS = DATA / "pytest-every-status.junit.xml"   # pass, fail, error, skip, xfail
@@ -64,3 +65,28 @@ def test_the_kernels_ktap_parser_reads_it(tmp_path, junit):
     want = ("Ran 5 tests: passed: 2, failed: 2, skipped: 1" if junit == EVERY_STATUS
             else "Ran 1 tests: skipped: 1")
     assert want in out, out
+
+
+def test_a_test_failed_on_the_rigs_own_fault_is_an_error_not_a_failure(tmp_path):
+    """rig.pytest_plugin marks such a test with the rig_fault property: KTAP
+    says ERROR, not a failing property."""
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="scenarios.test_a" name="test_fault[patched]" time="1.0">'
+        '<properties><property name="rig_fault" value="2"/></properties>'
+        '<failure message="CacheEntryError: [kernel-patched] cache entry X is damaged">'
+        'trace</failure></testcase>'
+        '<testcase classname="scenarios.test_a" name="test_fail[patched]" time="1.0">'
+        '<failure message="AssertionError: a property">trace</failure></testcase>'
+        '</testsuite></testsuites>')
+    ktap = results.write(junit, tmp_path)["results.ktap"].read_text()
+    assert "not ok 1 scenarios.test_a::test_fail[patched]\n" in ktap
+    assert "not ok 2 scenarios.test_a::test_fault[patched] # ERROR" in ktap
+
+
+def test_a_cut_junit_file_is_named(tmp_path, capsys):
+    junit = tmp_path / "junit.xml"
+    junit.write_text('<testsuites><testsuite name="pytest"><testcase classname="a" na')
+    with pytest.raises(JUnitError, match=r"junit.xml: not valid XML"):
+        results.write(junit, tmp_path)

@@ -1,6 +1,7 @@
 """Files the rig reads but did not make: a hosts file and a run bundle travel
 between people and CI jobs, and the rig runs as root. Each hostile one is
 refused by name (exit 2), and nothing it asked for ran or was written."""
+import gzip
 import hashlib
 import json
 import os
@@ -129,3 +130,24 @@ def test_a_bundle_naming_another_run_replays_only_into_a_run_of_its_own(recorded
     assert hashes(victim) == before
     made = list(runs.iterdir())
     assert len(made) == 1 and made[0].name.split("-")[2] == "replay"
+
+
+def test_binary_data_and_a_decompression_bomb_are_refused_by_name(tmp_path):
+    bomb = tmp_path / "bomb.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as f:
+        for _ in range(64):
+            f.write(b"[    1.000000] " + b"a" * ((1 << 20) - 16) + b"\n")
+    log = paths.REPO / "rig" / "tests" / "data" / "vanilla-boot.console.xz"
+    cases = [(["diff", "/bin/true", str(log)], "/bin/true: binary data, an ELF file"),
+             (["parse", "/bin/true"], "/bin/true: binary data, an ELF file"),
+             (["diff", str(log), str(paths.REPO / "rig" / "tests" / "data" /
+                                      "patched-s7-nmi-mid-line.uart.log.xz")],
+              "binary data, the UART's register log"),
+             (["parse", "--max-decompressed", "32", str(bomb)],
+              f"{bomb}: decompresses to more than 32 MiB"),
+             (["diff", "--max-decompressed", "32", str(bomb), str(log)],
+              f"{bomb}: decompresses to more than 32 MiB")]
+    for args, message in cases:
+        rc, out = rig(*args)
+        assert rc == 2 and message in out, (args, out)
+        assert "Traceback" not in out

@@ -1,13 +1,33 @@
 """Read pytest's JUnit XML: the verdict, failure message and wall time of each test."""
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, Iterator, List
+
+from rig.faults import PROPERTY, RigFault
+
+
+class JUnitError(RigFault, ValueError):
+    """A JUnit file that cannot be read; names it."""
+
+
+def testcases(junit: Path) -> Iterator[ET.Element]:
+    """The file's testcase elements; JUnitError if it is not JUnit XML."""
+    try:
+        root = ET.parse(junit).getroot()
+    except ET.ParseError as e:
+        raise JUnitError(f"{junit}: not valid XML ({e}): a pytest run cut short, or not a "
+                         "JUnit file") from None
+    except OSError as e:
+        raise JUnitError(f"{junit}: cannot be read: {e.strerror or e}") from None
+    return root.iter("testcase")
 
 
 def verdicts(junit: Path) -> Dict[str, str]:
-    """test id -> passed, failed, error, skipped or xfailed, from a JUnit XML file."""
+    """test id -> passed, failed, error, skipped or xfailed, from a JUnit XML file.
+    A test that failed on the rig's own fault (its rig_fault property,
+    rig.pytest_plugin) is an error: no verdict on the kernel."""
     out = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
+    for case in testcases(junit):
         test_id = f"{case.get('classname')}::{case.get('name')}"
         verdict = "passed"
         for child in case:
@@ -15,6 +35,9 @@ def verdicts(junit: Path) -> Dict[str, str]:
                 verdict = "failed" if child.tag == "failure" else "error"
             elif child.tag == "skipped":
                 verdict = "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
+        if verdict == "failed" and any(prop.get("name") == PROPERTY
+                                       for prop in case.iter("property")):
+            verdict = "error"
         out[test_id] = verdict
     return out
 
@@ -22,7 +45,7 @@ def verdicts(junit: Path) -> Dict[str, str]:
 def failure_messages(junit: Path) -> Dict[str, str]:
     """test id -> the first line of its failure or error message."""
     out = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
+    for case in testcases(junit):
         for child in case:
             if child.tag in ("failure", "error"):
                 msg = (child.get("message") or child.text or "").strip().splitlines()
@@ -33,7 +56,7 @@ def failure_messages(junit: Path) -> Dict[str, str]:
 def skip_reasons(junit: Path) -> Dict[str, str]:
     """test id -> why it was skipped or is an expected failure (xfail reason)."""
     return {f"{case.get('classname')}::{case.get('name')}": child.get("message") or ""
-            for case in ET.parse(junit).getroot().iter("testcase")
+            for case in testcases(junit)
             for child in case if child.tag == "skipped"}
 
 
@@ -41,21 +64,21 @@ def run_dirs(junit: Path) -> Dict[str, str]:
     """run directory (resolved) -> test id, from the run_dir properties the
     scenarios' fixtures record."""
     return {str(Path(prop.get("value")).resolve()): f"{case.get('classname')}::{case.get('name')}"
-            for case in ET.parse(junit).getroot().iter("testcase")
+            for case in testcases(junit)
             for prop in case.iter("property") if prop.get("name") == "run_dir"}
 
 
 def wall_times(junit: Path) -> Dict[str, float]:
     """test id -> its wall time in seconds (setup, call and teardown)."""
     return {f"{case.get('classname')}::{case.get('name')}": float(case.get("time") or 0)
-            for case in ET.parse(junit).getroot().iter("testcase")}
+            for case in testcases(junit)}
 
 
 def phase_times(junit: Path) -> Dict[str, Dict[str, float]]:
     """test id -> {phase: seconds}, from the time_PHASE_s properties the
     scenarios' fixtures record (rig.boot.time_split, plus parse)."""
     out: Dict[str, Dict[str, float]] = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
+    for case in testcases(junit):
         test = f"{case.get('classname')}::{case.get('name')}"
         for prop in case.iter("property"):
             name = prop.get("name") or ""

@@ -15,9 +15,10 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
-from rig import children, config, paths, pytest_run
+from rig import children, config, faults, paths, pytest_run
 from rig.artifacts.kernel import MUTANTS, kernel_step
 from rig.artifacts.patching import read_series
+from rig.inputs import BadInput
 from rig.tools.junit import failure_messages
 
 
@@ -26,6 +27,10 @@ def main(out_dir: Path, pytest_args: List[str], only: List[str],
     out_dir.mkdir(parents=True, exist_ok=True)
     kills = out_dir / "kills.json"
     series = [p.stem for p in read_series(MUTANTS / "series")]
+    unknown = sorted(set(only) - set(series))
+    if unknown:
+        raise BadInput(f"--only {', '.join(unknown)}: no such mutant in "
+                       f"kernel-patches/mutants/series; it has: {', '.join(series)}")
     names = [n for n in series if n in only] if only else series
     tests = " ".join(pytest_args or ["scenarios"])
     earlier = earlier_rows(kills) if resume else {}
@@ -53,6 +58,10 @@ def main(out_dir: Path, pytest_args: List[str], only: List[str],
         print(f"  {row['mutant']}: {row['verdict']} by {len(row['caught_by'])} test(s)")
         for test_id, msg in sorted(row["caught_by"].items()):
             print(f"    {test_id}: {msg[:160]}")
+    if any(r["verdict"] == "BUILD FAILED" for r in rows):
+        print("[mutants] a mutant did not build: the rig's own test data failed, no verdict "
+              "on it (exit 2)")
+        return faults.EXIT_RIG
     return 0 if rows and all(r["verdict"] == "caught" for r in rows) else 1
 
 

@@ -102,6 +102,7 @@ def replay(where: Path, gdb_port: Optional[int] = None, live=None, out=None) -> 
     req = replay_trust.request(b)
     inputs = replay_trust.resolve_inputs(b)
     run_dir = run_dir_path(f"replay-{b.get('name')}", b["flavor"])
+    rundir.check_room(run_dir.parent, rundir.DEFAULT_MIN_FREE_MB)
     cfg, phases, on_phase = machine_plan(req, inputs["qemu"], inputs["kernel"],
                                          inputs["initramfs"], run_dir,
                                          b["machine"].get("accel", "tcg"), inputs["firmware"])

@@ -23,6 +23,7 @@ import pexpect
 
 from rig import paths, rundir
 from rig.children import set_death_signal
+from rig.faults import RigFault
 from rig.rundir import BootResult, PhaseResult, RunDir
 from rig.vm import hostshare, vcpu_stacks
 from rig.vm import outcome as outcome_mod
@@ -34,6 +35,11 @@ LAST_LINES = 15
 POLL_S = 0.2
 VMSTATE_FD = "vmstate"       # the name QEMU knows a passed state file by
 LOAD_TIMEOUT_S = 60.0
+
+
+class QEMUStartError(RigFault):
+    """The QEMU binary could not be run at all (a QEMU that starts and dies
+    is a run of its own, class qemu-crash)."""
 
 
 _live: "set[Machine]" = set()
@@ -144,9 +150,13 @@ class Machine:
     def start(self) -> None:
         self.write_plan()
         stderr_path, harness = str(self.qemu_stderr()), os.getpid()
-        self.child = pexpect.spawn(self.argv[0], self.argv[1:], timeout=None,
-                                   maxread=4096, searchwindowsize=16384, echo=False,
-                                   preexec_fn=lambda: _child_setup(stderr_path, harness))
+        try:
+            self.child = pexpect.spawn(self.argv[0], self.argv[1:], timeout=None,
+                                       maxread=4096, searchwindowsize=16384, echo=False,
+                                       preexec_fn=lambda: _child_setup(stderr_path, harness))
+        except (pexpect.ExceptionPexpect, OSError) as e:
+            raise QEMUStartError(f"QEMU {self.argv[0]} cannot be started: {e}; rebuild it "
+                                 "with `make qemu`") from None
         _live.add(self)
         self.note(RunDir.QEMU_PID, f"{self.child.pid}\n")
         self.child.logfile_read = self.tally

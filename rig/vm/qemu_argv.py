@@ -110,6 +110,9 @@ def build_argv(cfg: MachineConfig, firmware_dirs: Optional[Sequence[Path]] = Non
         raise ValueError(f"clock must be one of {', '.join(CLOCKS)}, not {cfg.clock!r}")
     if cfg.clock == ICOUNT_CLOCK and cfg.accel != "tcg":
         raise ValueError("the icount clock needs TCG, not KVM")
+    for path in (cfg.run_dir, cfg.qmp_socket):
+        if "," in str(path):        # rig.rundir.check_room names it first for a boot
+            raise rundir.RunDirError(f"{path}: a comma in a path QEMU takes as an option value")
     argv = [str(cfg.qemu)]
     if firmware_dirs is None:
         firmware_dirs = [cfg.firmware] if cfg.firmware else paths.FIRMWARE_DIRS
