@@ -67,6 +67,17 @@ def test_compare_lists_regressions_first_with_heads_message():
     assert changes[1].message == "history incomplete"      # what base said, now fixed
 
 
+def test_a_test_the_rig_failed_on_is_not_judged_never_a_regression():
+    head = SuiteResult({S2: "ERROR", BOOT: "PASS"},
+                       {S2: "CacheEntryError: [kernel-custom] cache entry X is damaged"},
+                       {S2: 1.0, BOOT: 1.0}, {S2})
+    changes = {c.test_id: c for c in compare(suite({S2: "PASS", BOOT: "PASS"}), head)}
+    assert changes[S2].kind == SKIPPED
+    assert changes[S2].message == ("not judged: the rig failed on it on head: CacheEntryError: "
+                                   "[kernel-custom] cache entry X is damaged")
+    assert changes[BOOT].kind == PASSES
+
+
 def test_xfail_is_a_property_that_did_not_hold(tmp_path):
     junit = tmp_path / "j.xml"
     junit.write_text('<testsuites><testsuite><testcase classname="a" name="t">'

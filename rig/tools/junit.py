@@ -1,7 +1,7 @@
 """Read pytest's JUnit XML: the verdict, failure message and wall time of each test."""
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Dict, Iterator, List
+from typing import Dict, Iterator, List, Set
 
 from rig.faults import PROPERTY, RigFault
 
@@ -40,6 +40,13 @@ def verdicts(junit: Path) -> Dict[str, str]:
             verdict = "error"
         out[test_id] = verdict
     return out
+
+
+def rig_faults(junit: Path) -> Set[str]:
+    """The tests that failed on the rig's own fault (rig_fault property)."""
+    return {f"{case.get('classname')}::{case.get('name')}" for case in testcases(junit)
+            if any(prop.get("name") == PROPERTY for prop in case.iter("property"))
+            and any(child.tag in ("failure", "error") for child in case)}
 
 
 def failure_messages(junit: Path) -> Dict[str, str]:

@@ -5,13 +5,15 @@ a failure is FAIL, an error (the test itself broke, or the boot did) ERROR,
 skipped SKIP, and a strict xfail XFAIL (the property does not hold, as
 expected for that kernel). The change then regressed a test that held on
 base and not on head, or one that only head has and that fails there; fixed
-one that went the other way, and left the rest.
+one that went the other way, and left the rest. A test that failed on
+either side on the rig's own fault (rig.faults) judged nothing there: it is
+skipped, never a regression, and the gate says it could not judge it.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
-from rig.tools.junit import failure_messages, verdicts, wall_times
+from rig.tools.junit import failure_messages, rig_faults, verdicts, wall_times
 
 STATUS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP",
           "xfailed": "XFAIL"}
@@ -29,11 +31,12 @@ class SuiteResult:
     status: Dict[str, str]        # test id -> PASS FAIL ERROR SKIP
     message: Dict[str, str]       # test id -> first line of its failure
     seconds: Dict[str, float]
+    faults: Set[str] = field(default_factory=set)   # failed on the rig's own fault
 
     @classmethod
     def read(cls, junit: Path) -> "SuiteResult":
         return cls({t: STATUS[v] for t, v in verdicts(junit).items()},
-                   failure_messages(junit), wall_times(junit))
+                   failure_messages(junit), wall_times(junit), rig_faults(junit))
 
 
 @dataclass
@@ -71,10 +74,15 @@ def compare(base: SuiteResult, head: SuiteResult) -> List[Change]:
     changes = []
     for test_id in sorted(set(base.status) | set(head.status)):
         b, h = base.status.get(test_id), head.status.get(test_id)
-        kind = kind_of(b, h)
+        faulted = [side for side, r in (("base", base), ("head", head)) if test_id in r.faults]
+        kind = SKIPPED if faulted else kind_of(b, h)
         message = (base if kind == FIXED else head).message.get(test_id, "")
         if kind == ONLY_BASE:
             message = base.message.get(test_id, "")
+        if faulted:
+            side = base if faulted[0] == "base" else head
+            message = (f"not judged: the rig failed on it on {' and '.join(faulted)}: "
+                       f"{side.message.get(test_id, '')}")
         changes.append(Change(test_id, kind, b, h, message))
     return sorted(changes, key=lambda c: (KINDS.index(c.kind), c.test_id))
 

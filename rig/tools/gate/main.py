@@ -163,7 +163,14 @@ def gate(args) -> int:
     written = formats.write_all(res, out)
     print(formats.summary(res), end="")
     print("[gate] wrote " + ", ".join(written.values()))
-    return EXIT_REGRESSION if res.regressed else EXIT_OK
+    if res.regressed:
+        return EXIT_REGRESSION
+    unjudged = sorted(set().union(*(s.suite.faults for s in sides)))
+    if unjudged:
+        print(f"[gate] CANNOT JUDGE: {len(unjudged)} test(s) failed on the rig's own fault, "
+              f"first {unjudged[0]}: see summary.txt", file=sys.stderr, flush=True)
+        return EXIT_CANNOT
+    return EXIT_OK
 
 
 def main(argv=None) -> int:
