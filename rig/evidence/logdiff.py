@@ -18,9 +18,7 @@ then a unified diff of the normalized text.
 import bisect
 import difflib
 import itertools
-import json
 import re
-import sys
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,8 +27,6 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 from rig.evidence import logalign, logparse
 from rig.evidence.logread import LogInputError, LogSource
 from rig.evidence.window import windowed
-from rig.rundir import RunDir
-from rig.faults import RigFault
 
 LEVELS = {"emerg": 0, "alert": 1, "crit": 2, "err": 3, "warn": 4, "notice": 5, "info": 6,
           "debug": 7}

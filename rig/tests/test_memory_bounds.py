@@ -9,7 +9,6 @@ import json
 
 import pytest
 
-from rig.boot import BootRequest, boot
 from rig.tools.bench import biglog
 
 pytestmark = pytest.mark.boots
@@ -22,10 +21,7 @@ GROWTH_MB = 12
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
-    base = tmp_path_factory.mktemp("base") / "run"
-    res = boot(BootRequest(flavor="patched", name="memory-bounds", cmdline="rig.steps=kmsg",
-                           clock="icount", snapshot=True, run_dir=base))
-    assert res.outcome.cls == "clean", res.outcome.detail
+    base = biglog.base_run(tmp_path_factory.mktemp("base") / "run", "memory-bounds")
     return {size: biglog.cases(tmp_path_factory.mktemp(f"logs-{size >> 20}"), size, base)
             for size in (SMALL, LARGE)}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rig import paths
-from rig.boot import BootRequest, boot
+from rig.tools.bench import biglog
 
 
 def rig(*args, env=None, timeout=120):
@@ -52,11 +52,7 @@ def test_a_hosts_line_with_a_command_is_refused_and_runs_nothing(tmp_path):
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     """A real run's directory: an icount boot restored from init's snapshot."""
-    d = tmp_path_factory.mktemp("recorded") / "run"
-    result = boot(BootRequest(flavor="patched", name="untrusted", cmdline="rig.steps=kmsg",
-                              clock="icount", snapshot=True, run_dir=d))
-    assert result.outcome.cls == "clean", result.outcome.detail
-    return d
+    return biglog.base_run(tmp_path_factory.mktemp("recorded") / "run", "untrusted")
 
 
 def edited_copy(run: Path, where: Path, edit) -> Path:

@@ -14,7 +14,6 @@ rig parse, rig diff, rig report, and the judging a boot does after its run
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import time
@@ -143,15 +142,15 @@ def cases(where: Path, size: int, base: Path) -> Dict[str, Dict]:
     return out
 
 
-def base_run(where: Path) -> Path:
-    """A real run whose side channel and records the big run directory takes."""
+def base_run(d: Path, name: str = "long-logs") -> Path:
+    """A real run in d (a patched icount boot restored from init's snapshot,
+    /dev/kmsg dumped): the big run directory takes its side channel and
+    records, and the tests that need a real run use it too."""
     from rig.boot import BootRequest, boot
-    d = where / "base"
-    res = boot(BootRequest(flavor="patched", name="bench-long-logs", cmdline="rig.steps=kmsg",
+    res = boot(BootRequest(flavor="patched", name=name, cmdline="rig.steps=kmsg",
                            clock="icount", snapshot=True, run_dir=d))
     if res.outcome.cls != "clean":
-        raise RuntimeError(f"the base run of the long-log case did not end clean: "
-                           f"{res.outcome.detail}")
+        raise RuntimeError(f"the run {d} did not end clean: {res.outcome.detail}")
     return d
 
 
@@ -160,7 +159,7 @@ def measure_all(size: int, where: Path) -> Dict:
     each kept to BUDGET_MB."""
     where.mkdir(parents=True, exist_ok=True)
     try:
-        found = cases(where, size, base_run(where))
+        found = cases(where, size, base_run(where / "base"))
     finally:
         shutil.rmtree(where, ignore_errors=True)
     for m in found.values():
