@@ -16,7 +16,7 @@ PACKAGES := \
 	python3 python3-pytest python3-pexpect python3-pytest-xdist python3-jsonschema python3-jinja2 gdb \
 	chromium libvirt-daemon-system libvirt-clients python3-libvirt tini iproute2
 
-.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check report libvirtd scenarios hosts bench bench-commands bench-fleet bench-cold clean prune-cache clean-cache
+.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check report libvirtd scenarios hosts bench bench-commands bench-fleet bench-long-logs bench-cold clean prune-cache clean-cache
 
 help:
 	@echo "make demo        the patched kernel: an NMI's emergency line overtakes a backlog, live"
@@ -37,6 +37,7 @@ help:
 	@echo "make bench       printk latency/throughput (virtual time), time to verdict, rig diff speed (+ check)"
 	@echo "make bench-commands  what make demo and make test cost from a fresh clone (bench-cold: empty cache)"
 	@echo "make bench-fleet  the scenario suite on one test host vs two, and what sending inputs costs"
+	@echo "make bench-long-logs  rig parse/diff/report and a run's judging on 1 GB logs: time, peak memory"
 	@echo "make determinism-check  golden scenarios 10 times: byte-identical evidence?"
 	@echo "make clean       remove run directories;  make clean-cache  remove the build cache"
 	@echo "make prune-cache [HOURS=168]  remove cache entries nothing used for that long"
@@ -92,6 +93,10 @@ bench: build
 bench-commands: deps
 	@$(RIG) bench --command "make demo" --page docs/measurements
 	@$(RIG) bench --command "make test" --page docs/measurements
+
+# The readers on 1 GB logs: time and peak memory (a part of make bench).
+bench-long-logs: build
+	@$(RIG) bench --long-logs --check --page docs/measurements
 
 # The scenario suite on one test host and on two (network namespaces, root).
 bench-fleet: build

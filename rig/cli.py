@@ -349,6 +349,8 @@ def cmd_bench(args) -> int:
         return bench.command(args.command, args.cold, out, page_dir)
     if args.fleet:
         return bench.fleet_suite(out, page_dir)
+    if args.long_logs:
+        return bench.long_logs(out, page_dir, args.check)
     return bench.main(args.lines, out, args.check, args.stress_records,
                       args.verdict_runs, args.verdict_workers, page_dir)
 
@@ -405,6 +407,10 @@ def add_bench(sub) -> None:
     p.add_argument("--cold", action="store_true",
                    help="with --command: an empty build cache (ccache included), as on a "
                         "new machine; the step times of its builds are recorded too")
+    p.add_argument("--long-logs", action="store_true",
+                   help="measure only rig parse, rig diff, rig report and a run's judging on "
+                        "1 GB logs (time and peak memory, against a 300 MB budget), and what "
+                        "checking the cached inputs costs, into the day's JSON and page")
     p.add_argument("--fleet", action="store_true",
                    help="measure the scenario suite on one test host and on two instead "
                         "(network namespaces with a libvirtd each, needs root; "

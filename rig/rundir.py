@@ -73,17 +73,20 @@ def bound_sockets() -> set:
 
 def sweep(path: Path) -> list:
     """Remove from the runtime directory the leftovers of killed runs: a
-    socket nobody has bound, a link to a socket that is gone, a volume lock
-    nobody holds. Returns what went."""
+    socket nobody has bound, a link into a directory that is gone (a libvirt
+    stage), a volume lock nobody holds. Returns what went."""
     gone, bound = [], None
     for entry in sorted(path.iterdir()):
         try:
             st = os.lstat(entry)
         except OSError:
             continue
-        if stat.S_ISLNK(st.st_mode) and not entry.exists():
-            entry.unlink(missing_ok=True)
-            gone.append(entry.name)
+        if stat.S_ISLNK(st.st_mode):
+            # A link to a socket QEMU has yet to make dangles too: only one
+            # whose directory (a libvirt stage) is gone is left over.
+            if not Path(os.readlink(entry)).parent.exists():
+                entry.unlink(missing_ok=True)
+                gone.append(entry.name)
         elif stat.S_ISSOCK(st.st_mode):
             bound = bound_sockets() if bound is None else bound
             if str(entry) not in bound:

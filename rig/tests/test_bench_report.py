@@ -145,6 +145,19 @@ def test_the_measurements_page_is_rendered_from_the_json_and_names_a_broken_prom
     assert "Time to verdict" not in text       # not measured in this file: no empty table
 
 
+def test_the_long_log_readers_are_checked_against_their_memory_budget():
+    long_logs = {"log_mb": 1024, "budget_mb": 300, "readers": {
+        "parse": {"rc": 0, "seconds": 300.0, "peak_rss_mb": 33.0},
+        "diff": {"rc": 1, "seconds": 280.0, "peak_rss_mb": 310.0}}}
+    data = {"meta": {"date": "2026-12-07", "machine": "m"}, "long_logs": long_logs,
+            "input_checks": {"first_ms": 240.0, "later_ms": 2.5, "hashing_ms": 56.5,
+                             "mb_checked": 69.4}}
+    assert page.problems(data) == ["diff on a 1024 MB log took 310 MB, over the 300 MB budget"]
+    text = page.render(data, "x.json")
+    assert "| parse | 0 | 300.0 s | 33 MB |" in text
+    assert "| of which checking the files (69.4 MB hashed) | 56.5 ms |" in text
+
+
 def test_every_kept_measurements_page_is_the_render_of_its_json():
     """docs/measurements/DATE.md is generated, never edited: each is what
     rig bench renders from the DATE.json kept beside it."""

@@ -103,10 +103,10 @@ def test_a_killed_rig_build_module_leaves_nothing_running(tmp_path):
 
 
 def test_the_runtime_directory_is_swept_of_what_killed_runs_left(tmp_path, monkeypatch):
-    """A socket nobody has bound (its QEMU was killed), a link to a socket
-    that is gone (the libvirt backend's), a remote volume's lock nobody
-    holds: gone at the next process's first use. A bound socket and a held
-    lock stay; so does the host lock."""
+    """A socket nobody has bound (its QEMU was killed), a link into a
+    libvirt stage that is gone, a remote volume's lock nobody holds: gone at
+    the next process's first use. A bound socket, a link to a socket QEMU
+    has yet to make, a held lock and the host lock stay."""
     from rig import rundir
     from rig.locks import locked
     runtime = tmp_path / "runtime"
@@ -122,6 +122,8 @@ def test_the_runtime_directory_is_swept_of_what_killed_runs_left(tmp_path, monke
     live = socket_file("qmp-live.sock", True)
     socket_file("qmp-stale.sock", False)
     (runtime / "console-gone.sock").symlink_to(tmp_path / "stage" / "console.sock")
+    (tmp_path / "live-stage").mkdir()         # QEMU has yet to make its socket there
+    (runtime / "console-coming.sock").symlink_to(tmp_path / "live-stage" / "console.sock")
     (runtime / "volume-free.lock").write_text("")
     (runtime / "host.lock").write_text("")
     holder = subprocess.Popen([sys.executable, "-c",
@@ -136,7 +138,7 @@ def test_the_runtime_directory_is_swept_of_what_killed_runs_left(tmp_path, monke
         gone = rundir.sweep(runtime)
         assert sorted(gone) == ["console-gone.sock", "qmp-stale.sock", "volume-free.lock"]
         assert sorted(p.name for p in runtime.iterdir()) == \
-            ["host.lock", "qmp-live.sock", "volume-held.lock"]
+            ["console-coming.sock", "host.lock", "qmp-live.sock", "volume-held.lock"]
     finally:
         holder.kill()
         holder.wait()

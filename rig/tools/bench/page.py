@@ -84,7 +84,8 @@ def write(data: Dict, directory: Path) -> Path:
         # The day's commands and fleet runs (rig bench --command, --fleet)
         # stay on the day's page.
         before = json.loads(kept.read_text())
-        data = dict(data, **{k: before[k] for k in ("commands", "fleet")
+        data = dict(data, **{k: before[k] for k in ("commands", "fleet", "long_logs",
+                                                    "input_checks")
                              if k not in data and k in before})
     kept.write_text(json.dumps(data, indent=2) + "\n")
     page = kept.with_suffix(".md")
