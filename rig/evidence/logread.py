@@ -10,8 +10,9 @@ so a reader that needs two passes costs disk, not memory. Before a line is read:
   UART's register log, an image, or anything of which more than a few
   percent of the first 64 KiB is control bytes): it is not a kernel log,
   and decoding it as one gives nonsense;
-- decompression stops at MAX_DECOMPRESSED bytes with a named error: an
-  18 MB gzip bomb would otherwise be 18 GB of work.
+- decompression stops with a named error at MAX_DECOMPRESSED bytes, or once
+  it has given more than BOMB_RATIO times what it read (past BOMB_FLOOR):
+  an 18 MB gzip bomb would otherwise be 18 GB of work.
 
 A line longer than MAX_LINE is cut into pieces of that size: no kernel
 writes such lines, and one such "line" must not hold the whole file.
@@ -31,6 +32,10 @@ from rig.rundir import RunDir
 CHUNK = 1 << 20
 MAX_LINE = 64 * 1024
 MAX_DECOMPRESSED = 4 << 30          # 4 GiB
+# Kernel logs compress 10 to 50 times; a decompression bomb a thousand. Past
+# BOMB_FLOOR bytes out, more than BOMB_RATIO times what was read stops it.
+BOMB_RATIO = 200
+BOMB_FLOOR = 64 << 20
 SNIFF = 64 * 1024
 # Control bytes (other than tab, CR, LF, ESC and form feed) a console log
 # may hold now and then (line noise, a cut multi-byte character): above
@@ -152,7 +157,7 @@ class LogSource:
                         out = d.decompress(data, CHUNK)     # at most CHUNK out per call
                         data = b""
                         total += len(out)
-                        self._check_size(total)
+                        self._check_size(total, f.tell())
                         if out:
                             yield out
                         if d.needs_input:
@@ -163,18 +168,24 @@ class LogSource:
                 with gzip.GzipFile(fileobj=f) as g:
                     for out in iter(lambda: g.read(CHUNK), b""):
                         total += len(out)
-                        self._check_size(total)
+                        self._check_size(total, f.tell())
                         yield out
         except (lzma.LZMAError, EOFError, gzip.BadGzipFile) as e:
             raise LogInputError(f"{self.name}: truncated or corrupt {kind} data ({e}); give "
                                 "the whole file or the log uncompressed") from None
 
-    def _check_size(self, total: int) -> None:
+    def _check_size(self, total: int, read: int) -> None:
         if total > self.max_decompressed:
             raise LogInputError(
                 f"{self.name}: decompresses to more than {self.max_decompressed >> 20} MiB "
                 f"({self.compression} data that large is no kernel log, or a "
                 f"decompression bomb): decompress it yourself and give the part to read")
+        if total > BOMB_FLOOR and total > BOMB_RATIO * max(read, 1):
+            raise LogInputError(
+                f"{self.name}: {self.compression} data that decompresses to more than "
+                f"{BOMB_RATIO} times its size ({total >> 20} MiB from {read >> 10} KiB so far): "
+                f"a decompression bomb, not a kernel log (kernel logs compress 10 to 50 "
+                f"times); decompress it yourself if it is one")
 
     def lines(self) -> Iterator[str]:
         """The log's lines: CRLF or LF ends a line, stray CRs are dropped,
