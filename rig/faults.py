@@ -37,6 +37,12 @@ class EvidenceIncomplete(RigFault):
     exit_code = EXIT_INCOMPLETE
 
 
+def worker_crash(message: str) -> bool:
+    """pytest-xdist's report of a worker that died under a test (no test
+    result of the kernel's: the harness process is gone)."""
+    return message.startswith("worker '") and " crashed while running " in message
+
+
 def internal_error(exc: BaseException) -> Tuple[str, str]:
     """(one line for the user, the file holding the traceback) for an
     exception that is none of the rig's named failures."""

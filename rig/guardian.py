@@ -54,8 +54,6 @@ def main(argv) -> int:
     command = argv[1:]
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, kill_session)
-    if os.getppid() == 1:       # the rig died before the death signal was set
-        kill_session()
     pid = os.fork()
     if pid == 0:
         for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

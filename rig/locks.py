@@ -28,7 +28,11 @@ def locked(path: Path, remove: bool = False):
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except PermissionError:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:   # someone else's cache, never locked: read as is
+                yield
+                return
         fcntl.flock(fd, fcntl.LOCK_EX)
         if still_names(path, fd):
             break

@@ -94,9 +94,12 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_runtest_logreport(report):
-    """Every failing report (from xdist workers too), with its fault if any."""
+    """Every failing report (from xdist workers too), with its fault if any:
+    a worker that crashed (killed by the OOM killer, say) is the rig's."""
     if report.failed:
         codes = [v for k, v in report.user_properties if k == faults.PROPERTY]
+        if not codes and faults.worker_crash(str(report.longrepr)):
+            codes = [faults.EXIT_RIG]
         FAILURES.append(codes[0] if codes else faults.EXIT_PROPERTY)
 
 

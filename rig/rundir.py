@@ -84,7 +84,11 @@ def sweep(path: Path) -> list:
         if stat.S_ISLNK(st.st_mode):
             # A link to a socket QEMU has yet to make dangles too: only one
             # whose directory (a libvirt stage) is gone is left over.
-            if not Path(os.readlink(entry)).parent.exists():
+            try:
+                target = Path(os.readlink(entry))
+            except OSError:         # another process's sweep took it
+                continue
+            if not target.parent.exists():
                 entry.unlink(missing_ok=True)
                 gone.append(entry.name)
         elif stat.S_ISSOCK(st.st_mode):

@@ -236,9 +236,11 @@ class EntryFiles:
         except OSError:             # someone else's cache: checked by size from now on
             pass
 
-    def remove(self) -> None:
-        """Drop the entry (its lock stays beside it)."""
+    def remove(self) -> bool:
+        """Drop the entry (its lock stays beside it); False if it could not
+        be (someone else's cache)."""
         shutil.rmtree(self.dir, ignore_errors=True)
+        return not self.dir.exists()
 
 
 

@@ -24,8 +24,9 @@ def locate(step, build_fn, build: bool, force: bool, what: str, make_target: str
         try:
             m = step.manifest()
         except CacheEntryError as e:
-            step.remove()
-            raise CacheEntryError(f"{e}. The entry is removed; build {what} again with "
+            gone = ("The entry is removed" if step.remove() else
+                    f"The entry could not be removed (remove {step.dir})")
+            raise CacheEntryError(f"{e}. {gone}; build {what} again with "
                                   f"`make {make_target}`") from None
     m["dir"] = str(step.dir)
     return Artifact(m)

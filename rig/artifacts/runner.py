@@ -90,6 +90,22 @@ def _wait_reporting(proc, label, log, start, progress) -> int:
             next_report += PROGRESS_EVERY_S
 
 
+def stop(proc: subprocess.Popen) -> None:
+    """End a build the rig gives up on: its guardian kills its whole
+    session on SIGTERM (processes in groups of their own too, as ninja's
+    jobs are); the group is killed outright if the guardian is slow."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
 def run_logged(label: str, argv: Sequence[str], log: Path, cwd: Optional[Path] = None,
                env: Optional[dict] = None,
                progress: Optional[Progress] = None) -> None:
@@ -106,8 +122,7 @@ def run_logged(label: str, argv: Sequence[str], log: Path, cwd: Optional[Path] =
         try:
             rc = _wait_reporting(proc, label, log, start, progress)
         except BaseException:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            stop(proc)
             raise
     if rc != 0:
         raise BuildError(f"[{label}] `{' '.join(argv[:3])} ...` failed with status {rc}; "

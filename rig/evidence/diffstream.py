@@ -53,7 +53,10 @@ class Side:
     dropped_digest: "hashlib._Hash" = field(default_factory=hashlib.sha256)
 
     def fill(self, upto: int) -> None:
-        while len(self.pending) < upto and not self.done:
+        """Read until the window holds upto records, split and interleaved
+        lines (all of which a window judges and holds) or the log ends."""
+        while len(self.pending) + len(self.split) + len(self.interleaved) < upto and \
+                not self.done:
             try:
                 kind, what = next(self.stream)
             except StopIteration:

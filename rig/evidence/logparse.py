@@ -1,7 +1,7 @@
 """Parsers for the two text sources of evidence: console lines and /dev/kmsg records."""
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from rig.evidence.window import windowed
 
@@ -102,16 +102,19 @@ FRAGMENT_AHEAD = 2 * (REPLAY_LOOKBACK + 1) + 2
 BLOCK = 4096
 
 
-def console_entries(lines: Iterable[str], firmware: Callable[[str], None]
-                    ) -> Iterator[Tuple[ConsoleLine, bool]]:
-    """(line, parsed) of the kernel's lines; the lines before its first
-    (timestamped) one go to firmware."""
+FIRMWARE = None     # the parsed flag of a line before the kernel's first (console_entries)
+
+
+def console_entries(lines: Iterable[str]
+                    ) -> Iterator[Tuple[ConsoleLine, Optional[bool]]]:
+    """(line, parsed) of every line: parsed None for a line before the
+    kernel's first (timestamped) one, True or False for the kernel's."""
     in_kernel = False
     for lineno, raw in enumerate(lines, 1):
         line = parse_console_line(lineno, raw)
         if not in_kernel:
             if line is None or line.ts_usec is None:
-                firmware(raw)
+                yield ConsoleLine(lineno, raw, text=raw), FIRMWARE
                 continue
             in_kernel = True
         if line is None:
@@ -128,26 +131,25 @@ def transcript_events(lines: Iterable[str], block: int = BLOCK,
     ConsoleLine) or ("fragment", ConsoleLine) for a line cut short by a
     takeover. The fragments' pairs with their whole lines go to
     out.interrupted."""
-    early: List[str] = []
-    entries = console_entries(lines, early.append)
     pairs = out.interrupted if out is not None else []
-    for window, (found, paired), n in windowed(entries, with_fragments, block, FRAGMENT_AHEAD):
-        for raw in early:
-            yield "firmware", raw
-        early.clear()
+    for window, (found, paired), n in windowed(console_entries(lines), with_fragments, block,
+                                               FRAGMENT_AHEAD):
         block_end = window[n - 1][0].lineno
         pairs += [pair for pair in paired if pair[0].lineno <= block_end]
         for line, parsed in window[:n]:
-            yield ("fragment" if line.lineno in found else
-                   "line" if parsed else "unparsed"), line
-    for raw in early:            # a log with no kernel line at all
-        yield "firmware", raw
+            if parsed is FIRMWARE:
+                yield "firmware", line.raw
+            else:
+                yield ("fragment" if line.lineno in found else
+                       "line" if parsed else "unparsed"), line
 
 
 def with_fragments(window) -> Tuple[set, list]:
-    """interrupted_fragments of a window: (fragment line numbers, pairs)."""
+    """interrupted_fragments of a window's kernel lines: (fragment line
+    numbers, pairs)."""
     found = Transcript()
-    return interrupted_fragments(window, found), found.interrupted
+    kernel = [e for e in window if e[1] is not FIRMWARE]
+    return interrupted_fragments(kernel, found), found.interrupted
 
 
 def interrupted_fragments(entries, out: Transcript) -> set:

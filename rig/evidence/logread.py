@@ -151,19 +151,10 @@ class LogSource:
         kind, total = self.compression, 0
         try:
             if kind == "xz":
-                d = lzma.LZMADecompressor()
-                for data in iter(lambda: f.read(CHUNK), b""):
-                    while not d.eof:
-                        out = d.decompress(data, CHUNK)     # at most CHUNK out per call
-                        data = b""
-                        total += len(out)
-                        self._check_size(total, f.tell())
-                        if out:
-                            yield out
-                        if d.needs_input:
-                            break
-                if not d.eof:
-                    raise EOFError("the compressed data ends before its end marker")
+                for out in xz_chunks(f):
+                    total += len(out)
+                    self._check_size(total, f.tell())
+                    yield out
             else:
                 with gzip.GzipFile(fileobj=f) as g:
                     for out in iter(lambda: g.read(CHUNK), b""):
@@ -212,6 +203,32 @@ def split_stream(chunks: Iterator[bytes]) -> Iterator[str]:
             rest = rest[MAX_LINE:]
     if rest:
         yield from pieces_of(rest)
+
+
+def xz_chunks(f: BinaryIO) -> Iterator[bytes]:
+    """xz data decompressed, at most CHUNK bytes at a time; streams that
+    follow one another (xz -c a b) one after the other, stream padding
+    skipped."""
+    d = lzma.LZMADecompressor()
+    data = f.read(CHUNK)
+    while True:
+        out = d.decompress(data, CHUNK)
+        if out:
+            yield out
+        if d.eof:
+            data = d.unused_data or f.read(CHUNK)
+            while data and not data.strip(b"\0"):      # padding, then maybe more
+                data = f.read(CHUNK)
+            if not data:
+                return
+            d = lzma.LZMADecompressor()
+            data = data.lstrip(b"\0")
+        elif d.needs_input:
+            data = f.read(CHUNK)
+            if not data:
+                raise EOFError("the compressed data ends before its end marker")
+        else:
+            data = b""
 
 
 def file_lines(path: Path) -> Iterator[str]:

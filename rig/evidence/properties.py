@@ -15,7 +15,7 @@ from typing import Iterable, List, Optional
 from rig.evidence import crash, logparse
 from rig.evidence.boot import Evidence
 from rig.evidence.logread import file_lines
-from rig.evidence.uartlog import UartLogError
+from rig.evidence.uartlog import MarkerError
 from rig.evidence.wire import (foreign_byte, ier_problem, inside, line_latency, marker,
                                own_wire_ns, printed_by, programmed_format, windows)
 from rig.protocol import (MARK_AFTER, MARK_BEFORE, MARK_DEADLINE, MARK_NMI_ENTER, MARK_NMI_EXIT,
@@ -491,8 +491,8 @@ def call_latency(ev: Evidence, line, tag: Tag):
         return None
     before = marker(ev.log, tag.marker(MARK_BEFORE), cpu=tag.cpu)
     if before is None:
-        raise UartLogError(f"no marker {tag.marker(MARK_BEFORE):#x} from vCPU {tag.cpu} "
-                           f"({ev.where()})")
+        raise MarkerError(f"no marker {tag.marker(MARK_BEFORE):#x} from vCPU {tag.cpu} "
+                          f"({ev.where()})")
     return line_latency(ev.log, wl, since_ns=before.vtime_ns)
 
 

@@ -46,6 +46,11 @@ class UartLogError(EvidenceIncomplete, ValueError):
     """The log is not a valid rig-serial log; the message names the offset."""
 
 
+class MarkerError(ValueError):
+    """A marker the test module writes is not in a whole log: a fact about
+    the guest (a call that never returned), not damaged evidence."""
+
+
 @dataclass(frozen=True)
 class Header:
     version: int
@@ -358,9 +363,9 @@ def between_markers(log: UartLog, first: int, last: int,
         else:
             between.append(r)
     if start is None:
-        raise UartLogError(f"no marker {first:#x} in the log"
-                           + (f" from vCPU {cpu}" if cpu is not None else ""))
-    raise UartLogError(f"marker {first:#x} at record {start} has no marker {last:#x} after it")
+        raise MarkerError(f"no marker {first:#x} in the log"
+                          + (f" from vCPU {cpu}" if cpu is not None else ""))
+    raise MarkerError(f"marker {first:#x} at record {start} has no marker {last:#x} after it")
 
 
 def char_time_ns(baud: int = 115200, bits_per_char: int = 10) -> float:

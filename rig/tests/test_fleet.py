@@ -49,7 +49,10 @@ def test_a_bad_hosts_file_is_named_with_its_line(text, problem):
 @pytest.mark.parametrize("uri,problem", [
     ("qemu+ssh://localhost/system?command=/tmp/evil.sh",
      "parameter command= runs that program instead of ssh"),
-    ("qemu+ssh://lab/system?socket=/x;id", "parameter socket= goes into the command line"),
+    ("qemu+ssh://lab/system?socket=/x", "parameter socket= goes into the command line"),
+    # libvirt also splits parameters at ';': allow=keyfile must not let command= in.
+    ("qemu+ssh://lab/system?keyfile=/k;command=/tmp/x", "';' in the query"),
+    ("qemu+ssh://lab/system?no_verify=1%3Bcommand%3D%2Fx", "not a plain value"),
     ("qemu+ssh://lab/system?netcat=evil", "parameter netcat= names the program"),
     ("qemu+ssh://lab/system?keyfile=/root/.ssh/id_rsa", "keyfile= makes ssh read"),
     ("qemu+tls://lab/system?pkipath=/etc", "pkipath= reads TLS keys"),
@@ -74,6 +77,8 @@ def test_a_hosts_line_may_allow_a_guarded_parameter_by_name():
     assert fleet[0].allow == ("keyfile",)
     with pytest.raises(hosts.HostsError, match="line 1: .*command="):
         hosts.parse("lab qemu+ssh://lab/system?keyfile=/k&command=/x allow=keyfile\n")
+    with pytest.raises(hosts.HostsError, match="line 1: .*';' in the query"):
+        hosts.parse("lab qemu+ssh://lab/system?keyfile=/k;command=/x allow=keyfile\n")
     with pytest.raises(hosts.HostsError, match="allow=password: only command, socket"):
         hosts.parse("lab qemu+ssh://lab/system allow=password\n")
 

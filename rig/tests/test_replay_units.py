@@ -55,12 +55,21 @@ def test_an_input_comes_from_the_cache_checked_or_is_named_with_its_rebuild_comm
     ("kernel", {"step": "kernel-vanilla", "key": "0" * 16},
      "the kernel must come from the cache step kernel-patched"),
     ("kernel", {"step": "custom", "path": "/bin/sh", "sha256": "x"},
-     "the custom kernel: kernel image /bin/sh: not a bzImage"),
+     "a patched run's kernel comes from the cache, not from a file of the user's own"),
     ("shell", {"step": "qemu", "key": "0" * 16}, "input 'shell' is not one a boot has"),
+    ("kernel", {"step": "kernel-patched", "key": "0" * 16, "file": ["x"]},
+     "is not in the build cache"),
 ])
 def test_an_input_from_outside_the_cache_is_refused(role, entry, problem):
-    with pytest.raises(replay_trust.UntrustedBundle, match=re.escape(problem)):
+    with pytest.raises(bundle.BundleError, match=re.escape(problem)):
         replay_trust.resolve(role, entry, "patched")
+
+
+def test_only_a_custom_run_takes_a_kernel_of_the_users_own_and_only_a_bzimage():
+    with pytest.raises(replay_trust.UntrustedBundle, match="the custom kernel: kernel image "
+                                                           "/bin/sh: not a bzImage"):
+        replay_trust.resolve("kernel", {"step": "custom", "path": "/bin/sh", "sha256": "x"},
+                             "custom")
 
 
 def bundle_of(**request):
@@ -77,6 +86,11 @@ def bundle_of(**request):
     ({"cmdline": "rig.steps=bogus"}, "no step 'bogus'"),
     ({"extra_args": ["-x"]}, "request fields extra_args are not a boot request's"),
     ({"initramfs": "../../x"}, "initramfs variant"),
+    ({"init_timeout_s": float("inf")}, "request field init_timeout_s=inf: from 0.1 to 86400"),
+    ({"init_timeout_s": float("nan")}, "request field init_timeout_s=nan"),
+    ({"icount_shift": 99}, "request field icount_shift=99: from 0 to 10"),
+    ({"qmp_when": ["(a+)+$", "inject-nmi", {}]}, "a short literal console text"),
+    ({"qmp_when": ["caf\u00e9\u20ac", "inject-nmi", {}]}, "a short literal console text"),
 ])
 def test_a_request_the_rig_would_not_make_is_refused(request_fields, problem):
     with pytest.raises(replay_trust.UntrustedBundle, match=re.escape(problem)):

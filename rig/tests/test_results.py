@@ -90,3 +90,16 @@ def test_a_cut_junit_file_is_named(tmp_path, capsys):
     junit.write_text('<testsuites><testsuite name="pytest"><testcase classname="a" na')
     with pytest.raises(JUnitError, match=r"junit.xml: not valid XML"):
         results.write(junit, tmp_path)
+
+
+def test_a_crashed_worker_is_the_rigs_fault(tmp_path):
+    """pytest-xdist's report of a worker that died under a test."""
+    from rig.tools.junit import rig_faults
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="scenarios.test_a" name="test_x[patched]" time="1.0">'
+        '<error message="worker \'gw1\' crashed while running '
+        '\'scenarios/test_a.py::test_x[patched]\'">trace</error></testcase>'
+        '</testsuite></testsuites>')
+    assert rig_faults(junit) == {"scenarios.test_a::test_x[patched]"}

@@ -1,7 +1,7 @@
 import pytest
 
 from rig.evidence import uartlog
-from rig.evidence.uartlog import UartLogError, pack_header, pack_record
+from rig.evidence.uartlog import MarkerError, UartLogError, pack_header, pack_record
 
 
 def sample(n=3):
@@ -63,7 +63,7 @@ def test_between_markers_of_one_vcpu_when_two_mark_the_same_value():
     log = uartlog.parse(pack_header() + b"".join(recs))
     assert [r.seq for r in uartlog.between_markers(log, 1, 2)] == [1, 2]
     assert [r.seq for r in uartlog.between_markers(log, 1, 2, cpu=1)] == [3, 4]
-    with pytest.raises(UartLogError, match="from vCPU 2"):
+    with pytest.raises(MarkerError, match="from vCPU 2"):
         uartlog.between_markers(log, 1, 2, cpu=2)
 
 

@@ -3,7 +3,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Dict, Iterator, List, Set
 
-from rig.faults import PROPERTY, RigFault
+from rig.faults import PROPERTY, RigFault, worker_crash
 
 
 class JUnitError(RigFault, ValueError):
@@ -43,10 +43,15 @@ def verdicts(junit: Path) -> Dict[str, str]:
 
 
 def rig_faults(junit: Path) -> Set[str]:
-    """The tests that failed on the rig's own fault (rig_fault property)."""
-    return {f"{case.get('classname')}::{case.get('name')}" for case in testcases(junit)
-            if any(prop.get("name") == PROPERTY for prop in case.iter("property"))
-            and any(child.tag in ("failure", "error") for child in case)}
+    """The tests that failed on the rig's own fault: the rig_fault property,
+    or an xdist worker that crashed under them."""
+    out = set()
+    for case in testcases(junit):
+        failed = [c for c in case if c.tag in ("failure", "error")]
+        if failed and (any(prop.get("name") == PROPERTY for prop in case.iter("property"))
+                       or any(worker_crash(c.get("message") or "") for c in failed)):
+            out.add(f"{case.get('classname')}::{case.get('name')}")
+    return out
 
 
 def failure_messages(junit: Path) -> Dict[str, str]:

@@ -19,6 +19,7 @@ written to as given:
   recorded one (nor any other the bundle names).
 """
 import dataclasses
+import math
 import re
 from pathlib import Path
 from typing import Dict, List
@@ -80,6 +81,9 @@ def resolve(role: str, entry: Dict, flavor: str) -> Path:
         raise refuse(f"input {role!r} is not a record")
     step, key = entry.get("step"), entry.get("key")
     if role == "kernel" and step == "custom":
+        if flavor != custom.CUSTOM:
+            raise refuse(f"a {flavor} run's kernel comes from the cache, not from a file "
+                         "of the user's own")
         return custom_kernel(entry)
     steps = tuple(s.format(flavor=flavor) for s in ROLE_STEPS.get(role, ()))
     if not steps:
@@ -107,7 +111,7 @@ def resolve(role: str, entry: Dict, flavor: str) -> Path:
                                      f"{cached.dir}'s")
         return cached.dir
     outputs = {v: k for k, v in m["outputs"].items() if isinstance(v, str)}
-    name = outputs.get(entry.get("file"))
+    name = outputs.get(entry.get("file")) if isinstance(entry.get("file"), str) else None
     if name not in m["files"]:
         raise refuse(f"the {role} file {entry.get('file')!r} is not one of cache entry "
                      f"{cached.dir}'s files")
@@ -142,6 +146,13 @@ def resolve_inputs(b: Dict) -> Dict[str, Path]:
     if missing:
         raise refuse(f"no {', '.join(missing)} among its inputs")
     return {role: resolve(role, entry, flavor) for role, entry in given.items()}
+
+
+# Bounds of the request's numbers: finite, and no timeout a replay would
+# wait on forever (a day at most).
+LIMITS = {"init_timeout_s": (0.1, 86400.0), "lock_timeout_s": (0.0, 86400.0),
+          "icount_shift": (0, 10), "min_free_mb": (0, 1 << 40)}
+MAX_PATTERN = 200
 
 
 def typed(name: str, value):
@@ -181,16 +192,23 @@ def request(b: Dict) -> BootRequest:
         if not (isinstance(qmp, list) and len(qmp) == 3 and isinstance(qmp[0], str)
                 and qmp[1] == "inject-nmi" and qmp[2] in ({}, None)):
             raise refuse(f"QMP action {qmp!r}: a boot sends inject-nmi and nothing else")
+        # The console text it waits for: literal and short, as the scenarios
+        # write it (a regular expression could take the harness forever).
+        if len(qmp[0]) > MAX_PATTERN or not re.fullmatch(LITERAL_RE.pattern.decode(), qmp[0]):
+            raise refuse(f"QMP trigger pattern {qmp[0][:80]!r}: a short literal console text")
         fields["qmp_when"] = (qmp[0].encode("latin-1"), "inject-nmi", {})
-    for name in ("min_free_mb",):
-        if name in fields and fields[name] < 0:
-            raise refuse(f"request field {name}={fields[name]} is negative")
     if fields.get("initramfs", "") not in ("", "bench"):
         raise refuse(f"initramfs variant {fields['initramfs']!r}: '' or 'bench'")
     timeout = fields.get("lock_timeout_s")
     if timeout is not None and (isinstance(timeout, bool) or
                                 not isinstance(timeout, (int, float))):
         raise refuse(f"request field lock_timeout_s={timeout!r} is not a number")
+    for name, (low, high) in LIMITS.items():
+        value = fields.get(name)
+        if value is not None and not (math.isfinite(value) and low <= value <= high):
+            raise refuse(f"request field {name}={value!r}: from {low} to {high}")
+    if not isinstance(b.get("machine"), dict):
+        raise refuse("'machine' is not a record")
     req = BootRequest(**fields)
     try:
         request_check.check(req.smp, req.memory_mb, req.cmdline, {})

@@ -74,10 +74,12 @@ def stage_input(path: Path) -> Path:
     return staged
 
 
-def stage_directory(path: Path) -> Path:
-    """A directory of files (QEMU's -L firmware directory) as QEMU's user
-    reaches it: a staged directory of the same file names, made once."""
-    files = sorted(f for f in path.iterdir() if f.is_file())
+def stage_directory(path: Path, names) -> Path:
+    """The files names of a directory (QEMU's -L firmware directory) as
+    QEMU's user reaches them: a staged directory of the same file names,
+    made once (keyed by those files alone: a cache entry's own files, its
+    manifest and .used, change at every use)."""
+    files = [path / n for n in sorted(names)]
     ident = hashlib.sha256("".join(f"{f.name}:{f.stat().st_ino}:{f.stat().st_size}:"
                                    f"{f.stat().st_mtime_ns}\n" for f in files)
                            .encode()).hexdigest()[:16]

@@ -21,6 +21,7 @@ from typing import List, Optional, Tuple
 
 from pexpect import fdpexpect
 
+from rig.artifacts import firmware
 from rig.rundir import RunDir
 from rig.vm import libvirt_stage
 from rig.vm.libvirt_domain import domain_xml
@@ -125,7 +126,7 @@ class LibvirtMachine(Machine):
         for i, a in enumerate(self.argv[:-1]):
             if a == "-L" and self.cfg.firmware is not None:
                 d = self.argv[i + 1]
-                moves[d] = str(libvirt_stage.stage_directory(Path(d)))
+                moves[d] = str(libvirt_stage.stage_directory(Path(d), firmware.FILES))
         for name in ("qmp", "console"):
             sock = self.cfg.socket(name)
             moves[str(sock)] = str(self.stage_dir / f"{name}.sock")

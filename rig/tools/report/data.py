@@ -136,9 +136,10 @@ def transcript_pages(run: RecordedRun, ev: Evidence, headlines: Dict[int, str]
 def timeline(log: uartlog.UartLog) -> dict:
     """Bars: runs of THR bytes written by one vCPU within one console line
     (a line whose bytes came from two vCPUs is two bars or more); at most
-    MAX_BARS bars and MAX_EVENTS events, from the run's start."""
+    MAX_BARS bars and MAX_EVENTS events, from the run's start. Read as a
+    stream: only the current line's vCPUs and bars are kept aside."""
     bars, cur, line_no, more_bars = [], None, 0, 0
-    per_line: Dict[int, set] = {}
+    line_cpus, line_bars, interrupted = set(), [], 0
     events, more_events = [], 0
     for r in log.records:
         if r.reg in ("NMI", "MARKER") or (r.reg == "IER" and not r.is_read):
@@ -150,28 +151,33 @@ def timeline(log: uartlog.UartLog) -> dict:
         if r.reg != "THR" or r.is_read:
             continue
         if cur is None or cur["cpu"] != r.cpu:
-            per_line.setdefault(line_no, set()).add(r.cpu)
+            line_cpus.add(r.cpu)
+            cur = {"cpu": r.cpu, "t0": r.vtime_ns, "t1": r.vtime_ns, "line": line_no,
+                   "text": "", "mixed": False}
             if len(bars) < MAX_BARS:
-                cur = {"cpu": r.cpu, "t0": r.vtime_ns, "t1": r.vtime_ns, "line": line_no,
-                       "text": ""}
                 bars.append(cur)
+                line_bars.append(cur)
             else:
-                cur = {"cpu": r.cpu, "text": ""}       # counted, not drawn
-                more_bars += 1
+                more_bars += 1          # counted, not drawn
         cur["t1"] = r.vtime_ns
         if len(cur["text"]) < 512:
             cur["text"] += chr(r.value) if 32 <= r.value < 127 else ""
         if r.value == 0x0A:
+            if len(line_cpus) > 1:
+                interrupted += 1
+                for b in line_bars:
+                    b["mixed"] = True
             line_no += 1
-            cur = None
-    interrupted = {n for n, cpus in per_line.items() if len(cpus) > 1}
-    for b in bars:
-        b["mixed"] = b["line"] in interrupted
+            cur, line_cpus, line_bars = None, set(), []
+    if len(line_cpus) > 1:          # a last line without its newline
+        interrupted += 1
+        for b in line_bars:
+            b["mixed"] = True
     records = log.records
     return {"bars": bars, "events": events,
             "start": records[0].vtime_ns if len(records) else 0,
             "end": records[-1].vtime_ns if len(records) else 1,
-            "lines_on_wire": line_no, "interrupted_lines": len(interrupted),
+            "lines_on_wire": line_no, "interrupted_lines": interrupted,
             "bars_not_drawn": more_bars, "events_not_drawn": more_events}
 
 
