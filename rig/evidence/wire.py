@@ -14,27 +14,41 @@ from rig.evidence import logparse
 from rig.evidence.uartlog import Record, UartLog
 
 
-@dataclass
+NONE_BIT = 63       # the bit of "no vCPU" in a WireLine's masks
+
+
+@dataclass(slots=True)
 class WireLine:
     """One line as the UART sent it: the bytes up to and including '\\n'.
-    It keeps its text, its first and last THR records and who wrote it; its
-    records are read back from the log when asked for (every THR write
-    between its first and last is one of its bytes), so that a long flood's
-    lines cost a small multiple of its text, not of its register log."""
+    It keeps its text, its first and last THR records and who wrote it (as
+    bit masks); its records are read back from the log when asked for
+    (every THR write between its first and last is one of its bytes), so
+    that a long flood's lines cost a few hundred bytes each, not a record
+    per byte."""
     data: bytearray = field(default_factory=bytearray)
     first: Optional[Record] = None
     last: Optional[Record] = None
-    cpus: set = field(default_factory=set)
-    body_cpus: set = field(default_factory=set)     # who wrote the text, not the CR/LF
+    writers: int = 0                # bit c: vCPU c wrote a byte
+    body_writers: int = 0           # of the text, not the CR/LF
     source: Optional[Sequence[Record]] = None       # the log's records
 
     def add(self, r: Record) -> None:
         self.first = self.first or r
         self.last = r
         self.data.append(r.value)
-        self.cpus.add(r.cpu)
+        bit = 1 << (NONE_BIT if r.cpu is None else r.cpu)
+        self.writers |= bit
         if r.value not in (0x0D, 0x0A):
-            self.body_cpus.add(r.cpu)
+            self.body_writers |= bit
+
+    @property
+    def cpus(self) -> set:
+        return cpus_of(self.writers)
+
+    @property
+    def body_cpus(self) -> set:
+        """vCPUs that wrote the text (the CR/LF may come from an interrupter)."""
+        return cpus_of(self.body_writers)
 
     @property
     def records(self) -> List[Record]:
@@ -50,6 +64,10 @@ class WireLine:
 
     def __len__(self) -> int:
         return len(self.data)
+
+
+def cpus_of(mask: int) -> set:
+    return {None if bit == NONE_BIT else bit for bit in range(64) if mask >> bit & 1}
 
 
 def wire_lines(log: UartLog, start_seq: int = 0) -> List[WireLine]:
