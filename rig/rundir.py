@@ -44,11 +44,13 @@ def make_private(path: Path) -> Path:
     return path
 
 
-# Files of the runtime directory that a run leaves only when it was killed:
-# a remote volume's lock (rig.vm.remote_storage) and a long run directory's
-# sockets (rig.vm.qemu_argv.MachineConfig.socket), or the libvirt backend's
-# links to them.
+# Files of the runtime directory a run leaves behind: a remote volume's and
+# a remote host's locks (rig.vm.remote_storage, rig.vm.machine_remote: one
+# per volume and host, so they pile up) and, when it was killed, a long run
+# directory's sockets (rig.vm.qemu_argv.MachineConfig.socket), or the
+# libvirt backend's links to them.
 VOLUME_LOCK_PREFIX = "volume-"
+HOST_LOCK_PREFIX = "host-"        # a remote host's lock (rig.vm.machine_remote)
 _swept = set()
 
 
@@ -72,9 +74,9 @@ def bound_sockets() -> set:
 
 
 def sweep(path: Path) -> list:
-    """Remove from the runtime directory the leftovers of killed runs: a
-    socket nobody has bound, a link into a directory that is gone (a libvirt
-    stage), a volume lock nobody holds. Returns what went."""
+    """Remove from the runtime directory what runs left: a socket nobody has
+    bound, a link into a directory that is gone (a libvirt stage), a remote
+    volume's or host's lock nobody holds. Returns what went."""
     gone, bound = [], None
     for entry in sorted(path.iterdir()):
         try:
@@ -96,7 +98,8 @@ def sweep(path: Path) -> list:
             if str(entry) not in bound:
                 entry.unlink(missing_ok=True)
                 gone.append(entry.name)
-        elif entry.name.startswith(VOLUME_LOCK_PREFIX) and locks.remove_if_free(entry):
+        elif entry.name.startswith((VOLUME_LOCK_PREFIX, HOST_LOCK_PREFIX)) and \
+                locks.remove_if_free(entry):
             gone.append(entry.name)
     return gone
 

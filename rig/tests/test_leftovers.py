@@ -125,6 +125,7 @@ def test_the_runtime_directory_is_swept_of_what_killed_runs_left(tmp_path, monke
     (tmp_path / "live-stage").mkdir()         # QEMU has yet to make its socket there
     (runtime / "console-coming.sock").symlink_to(tmp_path / "live-stage" / "console.sock")
     (runtime / "volume-free.lock").write_text("")
+    (runtime / "host-lab-1-0123456789ab.lock").write_text("")     # a remote host's
     (runtime / "host.lock").write_text("")
     holder = subprocess.Popen([sys.executable, "-c",
                                "import sys, time; from pathlib import Path\n"
@@ -136,7 +137,8 @@ def test_the_runtime_directory_is_swept_of_what_killed_runs_left(tmp_path, monke
     try:
         assert holder.stdout.readline() == "held\n"
         gone = rundir.sweep(runtime)
-        assert sorted(gone) == ["console-gone.sock", "qmp-stale.sock", "volume-free.lock"]
+        assert sorted(gone) == ["console-gone.sock", "host-lab-1-0123456789ab.lock",
+                                "qmp-stale.sock", "volume-free.lock"]
         assert sorted(p.name for p in runtime.iterdir()) == \
             ["console-coming.sock", "host.lock", "qmp-live.sock", "volume-held.lock"]
     finally:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from rig import config, rundir
+from rig.locks import still_names
 from rig.vm.qemu_argv import ICOUNT_CLOCK
 from rig.faults import RigFault
 
@@ -117,10 +118,19 @@ def hold(alone: bool, what: str = "", timeout_s: Optional[float] = None,
     on the icount clock; what names the holder in the log and in wait reports.
     path: another host's lock (a remote host's, rig.fleet.hosts)."""
     path = path or lock_path()
-    fd = open_lock(path)
     asked, got = time.monotonic(), None
+    while True:
+        fd = open_lock(path)
+        left = None if timeout_s is None else max(0.0, timeout_s - (time.monotonic() - asked))
+        try:
+            wait_for(fd, fcntl.LOCK_EX if alone else fcntl.LOCK_SH, path, left, what)
+        except BaseException:
+            os.close(fd)
+            raise
+        if still_names(path, fd):
+            break
+        os.close(fd)        # a sweep removed the file meanwhile: lock the one there now
     try:
-        wait_for(fd, fcntl.LOCK_EX if alone else fcntl.LOCK_SH, path, timeout_s, what)
         got = time.monotonic()
         yield
     finally:

@@ -225,7 +225,8 @@ class RemoteMachine(Machine):
         if self.fleet_host.lock == "machine":
             return None
         digest = hashlib.sha256(self.uri.encode()).hexdigest()[:12]
-        return rundir.runtime_dir() / f"host-{self.fleet_host.name[:40]}-{digest}.lock"
+        return (rundir.runtime_dir() /
+                f"{rundir.HOST_LOCK_PREFIX}{self.fleet_host.name[:40]}-{digest}.lock")
 
     def open_qmp(self) -> PassthroughQMP:
         qmp = PassthroughQMP(self.host.conn, self.dom, f"host {self.host.name} domain "
