@@ -85,9 +85,12 @@ def held_by(fd: int) -> str:
     return ", ".join(holders(fd)) or "a process this user cannot see"
 
 
-def wait_for(fd: int, mode: int, path: Path, timeout_s: Optional[float], what: str) -> None:
-    """flock(fd, mode), telling who holds the lock while it waits."""
-    start = last_report = time.monotonic()
+def wait_for(fd: int, mode: int, path: Path, timeout_s: Optional[float], what: str,
+             start: Optional[float] = None) -> None:
+    """flock(fd, mode), telling who holds the lock while it waits; the wait
+    counts from start (monotonic seconds; now by default)."""
+    start = start if start is not None else time.monotonic()
+    last_report = time.monotonic()
     while True:
         try:
             fcntl.flock(fd, mode | fcntl.LOCK_NB)
@@ -121,9 +124,9 @@ def hold(alone: bool, what: str = "", timeout_s: Optional[float] = None,
     asked, got = time.monotonic(), None
     while True:
         fd = open_lock(path)
-        left = None if timeout_s is None else max(0.0, timeout_s - (time.monotonic() - asked))
         try:
-            wait_for(fd, fcntl.LOCK_EX if alone else fcntl.LOCK_SH, path, left, what)
+            wait_for(fd, fcntl.LOCK_EX if alone else fcntl.LOCK_SH, path, timeout_s, what,
+                     start=asked)
         except BaseException:
             os.close(fd)
             raise
