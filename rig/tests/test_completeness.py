@@ -23,9 +23,14 @@ def test_a_console_log_short_of_what_the_console_sent_is_incomplete(tmp_path):
 def test_a_qemu_killed_by_a_signal_may_not_have_logged_its_last_bytes(tmp_path):
     run_dir, machine = run_with_console(tmp_path, b"x" * 9, 10)
     assert console_problem(run_dir, machine, died_by_signal=True) == []
-    # More than was sent is never explained by a crash.
+
+
+def test_a_log_with_more_than_the_harness_read_is_whole(tmp_path):
+    # QEMU's exit hung up its pty with bytes the harness had not read yet:
+    # the tty discards them, the log has them (a debug-profile run did).
     run_dir, machine = run_with_console(tmp_path, b"x" * 11, 10)
-    assert console_problem(run_dir, machine, died_by_signal=True) != []
+    assert console_problem(run_dir, machine) == []
+    assert console_problem(run_dir, machine, died_by_signal=True) == []
 
 
 def live_view(tmp_path, logged: bytes, prefix: int, seen: bytes):

@@ -53,10 +53,14 @@ def console_problem(run_dir: Path, machine, died_by_signal: bool = False) -> Lis
     # is a qemu-crash, with no verdict on the kernel to protect.
     if died_by_signal and size < expected:
         return []
-    what = (f"QEMU could not write the last {expected - size}" if size < expected
-            else "the file has more than the console sent")
-    return [f"console.log holds {size} bytes, QEMU's console sent {expected}: {what} "
-            "(a full disk or a write error)"]
+    # More in the log than the harness read: QEMU exited with bytes still in
+    # the pty, and the hangup of its end discarded them before the harness
+    # read them (seen on the debug profile's slower kernels). QEMU writes a
+    # byte to the pty before its log, so the log holds them: it is whole.
+    if size > expected:
+        return []
+    return [f"console.log holds {size} bytes, QEMU's console sent {expected}: QEMU could not "
+            f"write the last {expected - size} (a full disk or a write error)"]
 
 
 def register_log_problem(path: Path, cpus: int, qemu_ended_by_itself: bool) -> List[str]:
