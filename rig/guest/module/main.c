@@ -329,7 +329,14 @@ static unsigned int pad_len(unsigned int padlen)
 
 static void tagged_printk(int level, unsigned int padlen, struct timing *t)
 {
-	struct rig_tag tag = next_tag(smp_processor_id());
+	/*
+	 * Raw: the callers are pinned to their CPU (the flood threads, S14's
+	 * caller, whose move inside printk() comes after this read on
+	 * purpose) or run in interrupt or NMI context; a task that is not
+	 * may be moved, and its tag then names the CPU it started on.
+	 * DEBUG_PREEMPT reports smp_processor_id() in such a task.
+	 */
+	struct rig_tag tag = next_tag(raw_smp_processor_id());
 	char when[32] = "";
 	u64 t0, t1;
 
@@ -779,7 +786,7 @@ static void crash_now(const char *how)
 {
 	tagged_printk(0, 0, NULL);
 	if (!strncmp(how, "panic", 5))
-		panic("rigprintk: %s on CPU %d", how, smp_processor_id());
+		panic("rigprintk: %s on CPU %d", how, raw_smp_processor_id());
 	*(volatile int *)NULL = 0;
 }
 
