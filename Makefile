@@ -5,6 +5,12 @@ PYTHON  := /usr/bin/python3
 RIG     := $(PYTHON) -m rig
 PYTEST  := $(PYTHON) -m pytest
 
+# PROFILE=rt or PROFILE=debug: every target builds and boots the kernels of
+# that profile (docs/profiles.md); unset, the default profile.
+ifdef PROFILE
+export RIG_PROFILE := $(PROFILE)
+endif
+
 # Every Debian package the rig needs (install-deps.sh installs only the missing ones).
 PACKAGES := \
 	build-essential ccache bc bison flex libelf-dev libssl-dev cpio xz-utils kmod patch \
@@ -16,11 +22,13 @@ PACKAGES := \
 	python3 python3-pytest python3-pexpect python3-pytest-xdist python3-jsonschema python3-jinja2 gdb \
 	chromium libvirt-daemon-system libvirt-clients python3-libvirt tini iproute2
 
-.PHONY: help deps kernel qemu initramfs series-check build demo test unit tools-check flake-check mutants golden replay determinism-check report libvirtd scenarios hosts bench bench-commands bench-fleet bench-long-logs bench-cold clean prune-cache clean-cache
+.PHONY: help deps kernel qemu initramfs series-check build demo test test-profiles unit tools-check flake-check mutants golden replay determinism-check report libvirtd scenarios hosts bench bench-commands bench-fleet bench-long-logs bench-cold clean prune-cache clean-cache
 
 help:
 	@echo "make demo        the patched kernel: an NMI's emergency line overtakes a backlog, live"
 	@echo "make test        unit tests + scenarios on both kernel flavors"
+	@echo "make test-profiles  the scenarios on the rt and debug kernel profiles, both flavors"
+	@echo "                 (PROFILE=rt|debug on any target: that profile's kernels)"
 	@echo "make unit        unit tests only (no QEMU boot, no kernel build)"
 	@echo "make deps        install missing Debian packages (apt-get, via sudo if not root)"
 	@echo "make kernel | qemu | initramfs | build   build what is not in the cache"
@@ -132,6 +140,23 @@ test: build tools-check libvirtd
 	@mkdir -p $(dir $(JUNIT)); rm -f $(JUNIT); status=0; \
 	$(PYTEST) -v -n $(WORKERS) --dist loadfile --junitxml=$(JUNIT) $(PYTEST_ARGS) || status=$$?; \
 	$(RIG) results $(JUNIT) || status=$$((status ? status : 2)); exit $$status
+
+# The scenario suite on the other kernel profiles, both flavors, each
+# profile's results in runs/profile-NAME/ (docs/profiles.md). .ci/run runs
+# it after make test.
+TEST_PROFILES ?= rt debug
+
+test-profiles: deps tools-check libvirtd
+	@status=0; for p in $(TEST_PROFILES); do \
+	  dir=runs/profile-$$p; mkdir -p $$dir; rm -f $$dir/junit.xml; \
+	  echo "[test-profiles] profile $$p: building its kernels"; \
+	  RIG_PROFILE=$$p $(RIG) build kernel qemu initramfs || { status=2; continue; }; \
+	  echo "[test-profiles] profile $$p: the scenario suite"; rc=0; \
+	  RIG_PROFILE=$$p $(PYTEST) -v -n $(WORKERS) --dist loadfile --junitxml=$$dir/junit.xml \
+	    scenarios $(PYTEST_ARGS) || rc=$$?; \
+	  $(RIG) results $$dir/junit.xml || rc=$$((rc ? rc : 2)); \
+	  if [ $$rc -ne 0 ] && [ $$status -eq 0 ]; then status=$$rc; fi; \
+	done; exit $$status
 
 unit: deps tools-check
 	@$(PYTEST) -v rig/tests -m "not boots and not builds" $(PYTEST_ARGS)

@@ -243,6 +243,7 @@ def boot(req: BootRequest, live: Optional[IO] = None) -> BootResult:
     result.summary = {
         "name": req.name,
         "flavor": req.flavor,
+        "profile": bundle.run_profile(req.flavor),
         "outcome": result.outcome.to_json(),
         "phases": [vars(p) for p in result.phases],
         "wall_s": result.wall_s,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from rig import config, paths
+from rig.artifacts import custom
 from rig.artifacts.cache import sha256_bytes, sha256_file
 from rig.rundir import RunDir
 from rig.vm.qemu_argv import ICOUNT_CLOCK
@@ -68,10 +69,18 @@ def firmware_entry(fw) -> Dict:
             "rebuild": "any boot copies it from the system's seabios and qemu-system-data"}
 
 
+def run_profile(flavor: str) -> Optional[str]:
+    """The kernel profile a boot of flavor runs: none for a user's own kernel."""
+    return None if flavor == custom.CUSTOM else paths.profile()
+
+
 def rebuild_command(flavor: str, what: str) -> str:
     mutant = config.current().mutant
     env = f"RIG_MUTANT={mutant} " if mutant and flavor == "patched" and what != "qemu" else ""
     flavor_arg = "" if what == "qemu" else f" --flavor {flavor}"
+    profile = paths.profile()
+    if what != "qemu" and profile != paths.DEFAULT_PROFILE:
+        flavor_arg += f" --profile {profile}"
     return f"{env}python3 -m rig build {what}{flavor_arg}"
 
 
@@ -91,6 +100,7 @@ def write(run_dir: Path, req, cfg, argv: List[str], inputs: Dict[str, Dict]) -> 
         "format": FORMAT,
         "name": req.name,
         "flavor": req.flavor,
+        "profile": run_profile(req.flavor),
         "test": config.pytest_current_test(),
         "mutant": config.current().mutant,
         "rig": rig_commit(),

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rig import boot_options, faults, paths, rundir
+from rig import boot_options, config, faults, paths, rundir
 
 
 def cmd_build(args) -> int:
@@ -154,7 +154,8 @@ def add_flakes(sub) -> None:
 def cmd_mutants(args) -> int:
     from rig.tools import mutants
     extra = pytest_extra(args)
-    return mutants.main(paths.runs_root() / "mutants", extra, args.only or [],
+    out = paths.runs_root() / f"mutants{mutants.profile_suffix()}"
+    return mutants.main(out, extra, args.only or [],
                         keep_builds=args.keep_builds, resume=args.resume)
 
 
@@ -511,7 +512,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     for add in SUBCOMMANDS:
         add(sub)
+    for command in sub.choices.values():
+        add_profile(command)
     return p
+
+
+def add_profile(p: argparse.ArgumentParser) -> None:
+    """--profile on every subcommand: the kernels it builds and boots."""
+    p.add_argument("--profile", choices=paths.PROFILES, default=None,
+                   help="kernel profile (default: $RIG_PROFILE, else default): default "
+                        "(kernel-patches/rig.config), rt (PREEMPT_RT) or debug (lockdep, "
+                        "atomic-sleep checks, latency tracers); docs/profiles.md")
 
 
 def main(argv=None) -> int:
@@ -523,6 +534,8 @@ def main(argv=None) -> int:
     # and boots their QEMU on the way out.
     from rig.vm.machine import install_signal_cleanup
     install_signal_cleanup()
+    if args.profile:
+        config.set_fields(profile=args.profile)     # for its builds and child processes
     if getattr(args, "flavor", None) is None and args.cmd == "build":
         args.flavor = list(paths.FLAVORS)
     try:

@@ -1,9 +1,9 @@
 """The rig's configuration: the one module that reads the environment for it.
 
 What a run uses besides its boot request is one Config: which kernel the
-patched flavor is (a mutant on top of the series), a user's own kernel,
-the backend and its libvirt URIs, where builds, runs and golden files
-live, the host lock, and the kernel source tree. Command-line options and
+patched flavor is (a mutant on top of the series), the kernel profile, a
+user's own kernel, the backend and its libvirt URIs, where builds, runs
+and golden files live, the host lock, and the kernel source tree. Command-line options and
 pytest options set it; the environment only carries it to pytest-xdist
 workers and to child processes (the pytest runs of `rig mutants`, the
 gate and `rig determinism`), so that they run with the same settings.
@@ -23,6 +23,7 @@ VARIABLES = {
     "runs_root": "RIG_RUNS",              # run directories (default runs/ in the repo)
     "golden_dir": "RIG_GOLDEN_DIR",       # golden transcripts (default golden/)
     "mutant": "RIG_MUTANT",               # a mutant's name, or a patch file, on the series
+    "profile": "RIG_PROFILE",             # kernel profile: default, rt or debug
     "custom_kernel": "RIG_CUSTOM_KERNEL",  # a user's bzImage (pytest --kernel)
     "custom_build": "RIG_CUSTOM_BUILD",   # and its build directory
     "backend": "RIG_BACKEND",             # direct or libvirt
@@ -41,6 +42,7 @@ class Config:
     runs_root: Optional[str] = None
     golden_dir: Optional[str] = None
     mutant: Optional[str] = None
+    profile: Optional[str] = None
     custom_kernel: Optional[str] = None
     custom_build: Optional[str] = None
     backend: Optional[str] = None

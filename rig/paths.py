@@ -20,6 +20,29 @@ FIRMWARE_DIRS = (Path("/usr/share/seabios"), Path("/usr/share/qemu"))
 
 FLAVORS = ("vanilla", "patched")
 
+# Kernel profiles, a dimension beside the flavor: the same source built with
+# kernel-patches/rig.config alone (default), or with a profile's fragment
+# kernel-patches/profile-NAME.config on top of it.
+DEFAULT_PROFILE = "default"
+PROFILES = (DEFAULT_PROFILE, "rt", "debug")
+NOT_RT = (DEFAULT_PROFILE, "debug")     # the profiles without PREEMPT_RT
+
+
+def profile() -> str:
+    """The kernel profile this process builds and boots (RIG_PROFILE, --profile)."""
+    return config.current().profile or DEFAULT_PROFILE
+
+
+def profile_fragment(name: str) -> Path:
+    """A profile's config fragment (the default profile has none)."""
+    return KERNEL_PATCHES / f"profile-{name}.config"
+
+
+def kernel_name(flavor: str, profile_name: str) -> str:
+    """How results, cache steps and golden files name a flavor on a profile:
+    the flavor alone on the default profile, FLAVOR-PROFILE on the others."""
+    return flavor if profile_name == DEFAULT_PROFILE else f"{flavor}-{profile_name}"
+
 
 def cache_root() -> Path:
     """Build cache, outside the work tree so clones and CI runs share it."""

@@ -22,6 +22,10 @@ def pytest_addoption(parser):
                     help="kernel flavor(s) to run scenarios on (default: both, or none "
                          "with --kernel)")
     boot_options.add_to(group.addoption)
+    group.addoption("--profile", choices=paths.PROFILES, default=None,
+                    help="kernel profile to run on (default: $RIG_PROFILE, else default): "
+                         "default, rt (PREEMPT_RT) or debug (lockdep, atomic-sleep checks, "
+                         "latency tracers); docs/profiles.md")
     group.addoption("--kernel-like", choices=paths.FLAVORS, default="patched",
                     help="whose expectations --kernel must meet: patched (every seed "
                          "property, the default) or vanilla (6.12's known gaps xfail)")
@@ -67,6 +71,9 @@ def pytest_configure(config):
         from rig.vm.machine import install_signal_cleanup
         install_signal_cleanup()
     # In the configuration, so that build subprocesses and xdist workers see it too.
+    if config.getoption("profile") and not hasattr(config, "workerinput"):
+        from rig import config as rig_config
+        rig_config.set_fields(profile=config.getoption("profile"))
     from rig.fleet.hosts import HostsError
     try:
         boot_options.apply(config.getoption)
@@ -82,6 +89,21 @@ def pytest_generate_tests(metafunc):
         else:
             flavors = chosen or list(paths.FLAVORS)
         metafunc.parametrize("flavor", flavors)
+
+
+def pytest_sessionstart(session):
+    """The kernel profile the run is on, in the JUnit file as the suite's property."""
+    if hasattr(session.config, "workerinput"):
+        return
+    # pytest's own JUnit writer (record_testsuite_property does not cross
+    # pytest-xdist's workers): its stash key, config._xml before pytest 7.
+    try:
+        from _pytest.junitxml import xml_key
+        xml = session.config.stash.get(xml_key, None)
+    except ImportError:
+        xml = getattr(session.config, "_xml", None)
+    if xml is not None:
+        xml.add_global_property("profile", paths.profile())
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -15,7 +15,7 @@ from rig import boot_options, faults, paths
 from rig.artifacts import built as artifacts, custom
 from rig.artifacts.runner import BuildError
 from rig.boot import BootRequest, BootResult, boot
-from rig.evidence import golden
+from rig.evidence import golden, properties
 from rig.evidence.boot import Evidence
 from rig.evidence.properties import assert_ousted_writer_keeps_off
 from rig.rigprintk import cmdline
@@ -70,6 +70,7 @@ def rig_boot(request):
                         pytrace=False)
         if req.clock == ICOUNT_CLOCK:
             compare_golden(request, result, len(judged))
+        fail_on_lock_report(result)
         return result
     yield run
     for phase, seconds in getattr(request.node, "rig_times", Counter()).items():
@@ -82,6 +83,16 @@ def rig_boot(request):
         if passed and not request.config.getoption("keep_runs"):
             shutil.rmtree(d, ignore_errors=True)
     request.node.rig_passed = passed
+
+
+def fail_on_lock_report(result: BootResult) -> None:
+    """A property of every run on every profile: no lockdep, atomic-context
+    or RCU report. Not an AssertionError: a strict xfail of the scenario's
+    own property must not swallow it."""
+    check = properties.no_lock_report(properties.run_console_lines(result),
+                                      f"(run directory {result.run_dir})")
+    if not check.ok:
+        pytest.fail(check.message, pytrace=False)
 
 
 def add_times(node, times) -> None:
@@ -110,8 +121,9 @@ def compare_golden(request, result, boot_no: int) -> None:
         node.user_properties.append(("golden", "not compared: booted, not restored"))
         return
     params = getattr(getattr(node, "callspec", None), "params", {})
-    path = golden.file_name(node.fspath.basename, node.originalname, params,
-                            result.summary["flavor"], boot_no)
+    kernel = paths.kernel_name(result.summary["flavor"],
+                               result.summary.get("profile") or paths.DEFAULT_PROFILE)
+    path = golden.file_name(node.fspath.basename, node.originalname, params, kernel, boot_no)
     lines = golden.normalize(result.console)
     normalized = result.run.write_text(RunDir.GOLDEN_TRANSCRIPT, "\n".join(lines) + "\n")
     head = golden.header(node.nodeid, boot_no, result.summary)
@@ -226,16 +238,40 @@ def like(request, flavor) -> str:
     return request.config.getoption("kernel_like") if flavor == custom.CUSTOM else flavor
 
 
+def on_profile(which: str, profiles: Optional[tuple]) -> Optional[str]:
+    """Who an expectation is about: which, or "which on PROFILE" when it is
+    limited to some profiles; None when this run's profile is not one of them."""
+    if profiles is None:
+        return which
+    profile = paths.profile()
+    return f"{which} on {profile}" if profile in profiles else None
+
+
 @pytest.fixture
 def lacks(request, like):
     """lacks("vanilla", "reason"): on that flavor (or a --kernel judged like it) the
     test must fail (strict xfail), because the kernel lacks the seed feature the
-    reason names."""
-    def mark(which: str, reason: str):
-        if like == which:
+    reason names. profiles=(...): only on those kernel profiles (a vanilla
+    PREEMPT_RT kernel prints legacy consoles from a thread, as the seed
+    does, and lacks other things instead)."""
+    def mark(which: str, reason: str, profiles: Optional[tuple] = None):
+        who = on_profile(which, profiles)
+        if like == which and who is not None:
             request.applymarker(pytest.mark.xfail(strict=True, raises=AssertionError,
-                                                  reason=f"{which}: {reason}"))
+                                                  reason=f"{who}: {reason}"))
     return mark
+
+
+@pytest.fixture
+def cannot_judge(like):
+    """cannot_judge("vanilla", ("debug",), "reason"): on that flavor and those
+    profiles the scenario shows nothing either way (the run does not reach
+    the case the property is about): skipped, the reason naming both."""
+    def skip(which: str, profiles: tuple, reason: str):
+        who = on_profile(which, profiles)
+        if like == which and who is not None:
+            pytest.skip(f"{who}: {reason}")
+    return skip
 
 
 @pytest.fixture

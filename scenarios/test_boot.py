@@ -5,6 +5,7 @@ Both flavors must show all of it: S1 is what every other scenario stands on.
 """
 import pytest
 
+from rig import paths
 from rig.artifacts import custom
 from rig.boot import BootRequest
 from rig.evidence.boot import Evidence
@@ -22,4 +23,8 @@ def test_s1_boot(flavor, rig_boot):
                         f"({result.summary['kernel']['release']}), run directory "
                         f"{result.run_dir}:\n" + "\n".join(str(c) for c in failed))
     if flavor != custom.CUSTOM:
-        assert result.summary["kernel"]["release"].endswith(f"-rig-{flavor}")
+        # The flavor and the profile (docs/profiles.md) are in the release.
+        kernel = paths.kernel_name(flavor, result.summary["profile"])
+        assert result.summary["kernel"]["release"].endswith(f"-rig-{kernel}"), (
+            f"boot: the kernel's release {result.summary['kernel']['release']} is not "
+            f"the {kernel} kernel's (run directory {result.run_dir})")

@@ -11,7 +11,9 @@ sequence numbers follows an EPIPE, and the flood records it missed all fall
 into those gaps.
 
 Vanilla prints synchronously, so nothing is dropped and the reader keeps up;
-the same accounting holds there trivially and the scenario passes on both."""
+the same accounting holds there trivially and the scenario passes on both.
+Except on PREEMPT_RT (the rt profile), where 6.12 prints legacy consoles from
+a thread: vanilla then drops records, ERR ones among them."""
 import pytest
 
 from rig.evidence.follow import missed_problems, parse_follow, sequence_problems
@@ -50,7 +52,10 @@ def other_records(follow):
     return others
 
 
-def test_s9_every_record_printed_or_counted_as_dropped(rig_run, flavor, like):
+def test_s9_every_record_printed_or_counted_as_dropped(rig_run, flavor, like, lacks):
+    lacks("vanilla", "no emergency messages, and PREEMPT_RT prints the legacy ttyS0 from the "
+          "legacy printer thread: the flood's ERR records are overwritten before the thread "
+          "gets to them, counted as dropped", ("rt",))
     ev = rig_run(flavor, "S9", "follow,run,followed", extra="rig.follow_delay_us=1000",
                  flood_count=COUNT, flood_cpus=mask([0]), flood_emerg_every=EVERY,
                  flood_emerg_level=3)

@@ -6,6 +6,7 @@ no longer immediate, below it even INFO is.
 Vanilla 6.12 has neither the parameter nor the fifth field (strict xfail)."""
 import pytest
 
+from rig import paths
 from rig.evidence.properties import assert_deferred, assert_immediate, single
 
 # Deterministic (-icount): the same run every time, its boots run beside the
@@ -46,6 +47,7 @@ def test_s15_sysctl_raises_the_threshold(rig_run, flavor, lacks):
 
 
 def test_s15_info_is_left_to_the_printer_thread(rig_run, flavor, lacks):
-    lacks("vanilla", "no printer thread for legacy consoles: the INFO caller prints itself")
+    lacks("vanilla", "no printer thread for legacy consoles: the INFO caller prints itself",
+          paths.NOT_RT)
     ev = rig_run(flavor, "S15-info", "run", single_level=6, markers=True)
     assert_deferred(ev, *single(ev, "S15-info"))

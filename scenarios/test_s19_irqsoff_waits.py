@@ -23,6 +23,7 @@ Vanilla fails by about 8 ms: a caller with interrupts off spins for the
 console lock holder to finish its record."""
 import pytest
 
+from rig import paths
 from rig.evidence.properties import (assert_no_irqsoff_wait, assert_no_lockup_report, call_windows,
                                      nmi_windows)
 from rig.rigprintk import mask
@@ -47,7 +48,7 @@ DELAYS_US = [2000, 1900, 1600, 1500]
 @pytest.mark.parametrize("delay_us", DELAYS_US)
 def test_s19_no_cpu_waits_for_another_with_interrupts_off(rig_run, flavor, lacks, delay_us):
     lacks("vanilla", "a printk() caller with interrupts off spins for the console lock "
-          "holder to finish its record before it prints (console_trylock_spinning)")
+          "holder to finish its record before it prints (console_trylock_spinning)", paths.NOT_RT)
     ev = rig_run(flavor, "S19", "run", clock="icount", flood_count=30, flood_level=3,
                  flood_len=20, flood_delay_us=delay_us, markers=True, nmi_markers=True,
                  flood_cpus=mask([0]),

@@ -38,7 +38,10 @@ def panic_message(ev) -> str:
     return line.text[line.text.index("Kernel panic"):]
 
 
-def test_s20_panic_reboots_after_its_timeout(rig_run, flavor, lacks):
+def test_s20_panic_reboots_after_its_timeout(rig_run, flavor, lacks, cannot_judge):
+    cannot_judge("vanilla", ("debug",), "lockdep's slower locking moves the timing: the "
+                 "flooding CPU is stopped outside the console lock in this deterministic run, "
+                 "so it does not reach the case the gap is about")
     lacks("vanilla", "'Rebooting in N seconds..' is stored after panic()'s console flush; "
           "the console lock is held by the stopped flooding CPU, so the caller cannot "
           "print it, and nothing flushes again before emergency_restart()")

@@ -40,7 +40,7 @@ MAX_DIFFERING_FILES = 2000
 BASE_STEPS = "kernel-*"
 # What a base must share with the build: the rest (source, flavor's release
 # suffix, series) is what Kbuild's dependency tracking takes care of.
-SAME_INPUTS = ("config fragment rig.config", "toolchain", "recipe")
+SAME_INPUTS = ("config fragment rig.config", "profile fragment", "toolchain", "recipe")
 # What a build that compiled everything started from.
 FRESH = "the fresh source"
 

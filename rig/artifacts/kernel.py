@@ -1,7 +1,8 @@
 """Kernel flavors: vanilla (the source as shipped) and patched (+ kernel-patches/series).
 
 Each flavor is built from its own source copy into OBJDIR inside it, from
-tinyconfig merged with kernel-patches/rig.config, with a fixed build
+tinyconfig merged with kernel-patches/rig.config (and the kernel profile's
+fragment, kernel-patches/profile-NAME.config, after it), with a fixed build
 timestamp, user and host so that the banner, and with it the transcript, is
 reproducible. Every kernel build of the rig (the flavors, the series check,
 the golden test's and the gate's kernels) shares most of its source with
@@ -148,6 +149,21 @@ def make_version(tree: Path) -> str:
                                fields.get("SUBLEVEL", "?"), fields.get("EXTRAVERSION", ""))
 
 
+def profile_fragments() -> List[Path]:
+    """The config fragments of this process's profile, merged in this order:
+    rig.config, then the profile's own (none for the default profile)."""
+    name = paths.profile()
+    if name not in paths.PROFILES:
+        raise BuildError(f"unknown kernel profile {name!r}: choose one of "
+                         f"{', '.join(paths.PROFILES)}")
+    if name == paths.DEFAULT_PROFILE:
+        return [CONFIG_FRAGMENT]
+    own = paths.profile_fragment(name)
+    if not own.is_file():
+        raise BuildError(f"kernel profile {name}: {own} is missing")
+    return [CONFIG_FRAGMENT, own]
+
+
 def kernel_inputs(flavor: str, src: KernelSource) -> Dict[str, str]:
     if flavor not in paths.FLAVORS:
         raise BuildError(f"unknown flavor {flavor!r}: choose one of {', '.join(paths.FLAVORS)}")
@@ -158,6 +174,10 @@ def kernel_inputs(flavor: str, src: KernelSource) -> Dict[str, str]:
         "recipe": sha256_bytes(RECIPE.encode())[:16],
         "flavor": flavor,
     }
+    # Only a profile other than the default adds inputs: the default
+    # profile's kernels keep the keys they had before profiles existed.
+    for extra in profile_fragments()[1:]:
+        inputs["profile fragment"] = f"{extra.name} {sha256_file(extra)}"
     if flavor == "patched":
         inputs["series file"] = sha256_file(SERIES) if SERIES.is_file() else "absent"
         for p in read_series(SERIES):
@@ -182,7 +202,8 @@ def parse_fragment(text: str) -> Dict[str, str]:
 
 
 def config_mismatches(fragment: str, config: str) -> List[str]:
-    """Options the fragment asks for that the final .config does not have."""
+    """Options the fragment (the fragments, concatenated in merge order: a
+    later line wins) asks for that the final .config does not have."""
     have = parse_fragment(config)
     bad = []
     for opt, val in parse_fragment(fragment).items():
@@ -199,14 +220,18 @@ def configure(label: str, tree: Path, log: Path, flavor: str) -> List[str]:
     config it would reach autoconf.h, which every object includes, and no
     object of one flavor could be reused for the other."""
     bld = tree / OBJDIR
-    make = ["make", "-C", str(tree), f"O={bld}", f"LOCALVERSION=-rig-{flavor}"]
+    name = paths.kernel_name(flavor, paths.profile())
+    make = ["make", "-C", str(tree), f"O={bld}", f"LOCALVERSION=-rig-{name}"]
     run_logged(label, make + ["tinyconfig"], log, env=kbuild_env())
+    fragments = profile_fragments()
     run_logged(label, [str(tree / "scripts/kconfig/merge_config.sh"), "-m", "-O", str(bld),
-                       str(bld / ".config"), str(CONFIG_FRAGMENT)], log, cwd=tree)
+                       str(bld / ".config")] + [str(f) for f in fragments], log, cwd=tree)
     run_logged(label, make + ["olddefconfig"], log, env=kbuild_env())
-    bad = config_mismatches(CONFIG_FRAGMENT.read_text(), (bld / ".config").read_text())
+    wanted = "\n".join(f.read_text() for f in fragments)
+    bad = config_mismatches(wanted, (bld / ".config").read_text())
     if bad:
-        raise BuildError(f"[{label}] kernel-patches/rig.config options did not survive "
+        names = " + ".join(f"kernel-patches/{f.name}" for f in fragments)
+        raise BuildError(f"[{label}] {names} options did not survive "
                          "olddefconfig (unmet Kconfig dependencies?):\n  " + "\n  ".join(bad))
     return make
 
@@ -233,7 +258,7 @@ def build_source(flavor: str, src: KernelSource, out: Path, last_total: Optional
                  label: str = "") -> dict:
     """Build src as flavor into out (the body of a kernel cache step)."""
     log = out / "build.log"
-    label = label or f"kernel-{flavor}"
+    label = label or f"kernel-{paths.kernel_name(flavor, paths.profile())}"
     fresh, tree = out / "fresh", out / "src"
     print(f"[{label}] unpacking {src.version}", flush=True)
     src.copy_to(fresh, log)
@@ -278,7 +303,8 @@ def clean_build_total(step: Step) -> Optional[int]:
 
 
 def kernel_step(flavor: str, src: Optional[KernelSource] = None) -> Step:
-    return Step(f"kernel-{flavor}", kernel_inputs(flavor, src or kernel_source()))
+    return Step(f"kernel-{paths.kernel_name(flavor, paths.profile())}",
+                kernel_inputs(flavor, src or kernel_source()))
 
 
 def build_kernel(flavor: str, force: bool = False) -> dict:

@@ -198,6 +198,8 @@ HEADLINES = [
     (r"^BUG (?P<cache>[\w-]+) \((?:Not tainted|Tainted: [^)]*)\): (?P<msg>.+)$", "SLUB",
      lambda m, t, i: f"BUG: {m.group('cache')}: {m.group('msg')}"),
     (r"^unreferenced object 0x[0-9a-f]+", "memory leak", stack("memory leak")),
+    (r"^\[ BUG: (?P<msg>Invalid wait context) \]", "lockdep",
+     lambda m, t, i: f"BUG: {m.group('msg')}" + _in(function_after(t, i, False))),
     (r"^INFO: trying to register non-static key", "lockdep",
      stack("INFO: trying to register non-static key")),
     (r"^refcount_t: ", "refcount", stack("WARNING: refcount bug")),

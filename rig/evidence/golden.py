@@ -35,18 +35,20 @@ def normalize(console: bytes) -> List[str]:
     return [normalize_line(ln) for ln in logparse.split_lines(console)]
 
 
-def file_name(module: str, test: str, params: dict, flavor: str, boot: int) -> Path:
-    """golden/<test file>/<test>[-<params>].<flavor>[.<boot>].txt"""
+def file_name(module: str, test: str, params: dict, kernel: str, boot: int) -> Path:
+    """golden/<test file>/<test>[-<params>].<kernel>[.<boot>].txt, kernel the
+    flavor on the default profile, FLAVOR-PROFILE on another (paths.kernel_name)."""
     stem = Path(module).stem
     extra = "".join(f"-{v}" for k, v in sorted(params.items()) if k != "flavor")
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{test}{extra}")
     suffix = f".{boot}" if boot > 1 else ""
-    return golden_root() / stem / f"{name}.{flavor}{suffix}.txt"
+    return golden_root() / stem / f"{name}.{kernel}{suffix}.txt"
 
 
 def header(test_id: str, boot: int, summary: dict) -> List[str]:
     k = summary.get("kernel", {})
-    return [f"{HEADER}golden transcript: {test_id}, boot {boot}, flavor {summary.get('flavor')}",
+    return [f"{HEADER}golden transcript: {test_id}, boot {boot}, flavor {summary.get('flavor')}, "
+            f"profile {summary.get('profile') or paths.DEFAULT_PROFILE}",
             f"{HEADER}kernel {k.get('release')} ({k.get('source')}), icount shift "
             f"{summary.get('icount_shift')}",
             f"{HEADER}normalized (rig/evidence/golden.py): timestamps zeroed; addresses, code "

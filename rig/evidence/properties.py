@@ -76,12 +76,17 @@ def asserting(check):
 
 
 def console_text(ev) -> Iterable[str]:
-    """The run's console lines, streamed from its console.log (a console of
+    """The run's console lines (run_console_lines of its boot's result)."""
+    return run_console_lines(ev.result)
+
+
+def run_console_lines(result) -> Iterable[str]:
+    """A boot's console lines, streamed from its console.log (a console of
     any size), or split from the result's bytes when it has no run directory."""
-    run = getattr(ev.result, "run", None)
+    run = getattr(result, "run", None)
     if run is not None and run.console_log.is_file():
         return file_lines(run.console_log)
-    return logparse.split_lines(ev.result.console)
+    return logparse.split_lines(result.console)
 
 
 def booted_to_init(ev: Evidence) -> Check:
@@ -126,6 +131,30 @@ def no_splat(ev: Evidence) -> Check:
             return Check("no WARN/BUG/lockdep splat", False,
                          f"backtrace at console line {lineno}: {line[:120]!r}")
     return Check("no WARN/BUG/lockdep splat", True, "none found")
+
+
+# Reports of a lock or sleep in the wrong context, whatever the scenario: the
+# crash kinds (rig.evidence.crash) lockdep, the debug checks and RCU give
+# them, and lockdep's own WARNINGs that have no kind of their own.
+LOCK_REPORT = "no lockdep, atomic-context or RCU report"
+LOCK_REPORT_KINDS = ("lockdep", "atomic sleep", "RCU stall", "preemption", "spinlock")
+LOCKDEP_WARNING_RE = re.compile(
+    r"^(?:WARNING|BUG): (?:bad unlock balance|held lock freed|lock held when returning "
+    r"to user space|nested lock was not taken|bad contention|lock held at task exit|"
+    r"MAX_LOCKDEP_\w+ too low|Invalid wait context)")
+
+
+def no_lock_report(lines: Iterable[str], where: str = "") -> Check:
+    """No lockdep report, sleep or preemption in atomic context, spinlock
+    debug report or RCU warning anywhere on the console: on the debug
+    profile each lock's context is checked, on rt a sleeping lock in atomic
+    context is a real bug. The first one names the failure."""
+    for found in crash.find_in(lines):
+        if found.kind in LOCK_REPORT_KINDS or LOCKDEP_WARNING_RE.match(found.headline):
+            return Check(LOCK_REPORT, False,
+                         f"{found.title} (console line {found.lineno}: "
+                         f"{found.headline[:120]!r}){' ' + where if where else ''}")
+    return Check(LOCK_REPORT, True, "none found")
 
 
 KMSG_CONTIGUOUS = "/dev/kmsg seq contiguous from 0"

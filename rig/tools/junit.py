@@ -22,6 +22,18 @@ def testcases(junit: Path) -> Iterator[ET.Element]:
     return root.iter("testcase")
 
 
+def suite_properties(junit: Path) -> Dict[str, str]:
+    """The run's own properties (pytest's global properties: the kernel
+    profile, rig.pytest_plugin), name -> value."""
+    try:
+        root = ET.parse(junit).getroot()
+    except (ET.ParseError, OSError):
+        return {}
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    return {prop.get("name"): prop.get("value") for suite in suites[:1]
+            for props in suite.findall("properties") for prop in props.iter("property")}
+
+
 def verdicts(junit: Path) -> Dict[str, str]:
     """test id -> passed, failed, error, skipped or xfailed, from a JUnit XML file.
     A test that failed on the rig's own fault (its rig_fault property,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from rig import bundle, paths, rundir
+from rig import bundle, config, paths, rundir
 from rig.artifacts.cache import sha256_file
 from rig.boot import guest_time_of, machine_plan, run_dir_path
 from rig.evidence.uartlog import HEADER as UART_HEADER
@@ -97,6 +97,7 @@ def compare(recorded_dir: Path, recorded: Dict, new_dir: Path) -> List[FileVerdi
 def replay(where: Path, gdb_port: Optional[int] = None, live=None, out=None) -> int:
     out = out or sys.stdout
     b = bundle.load(where)
+    config.set_fields(profile=replay_trust.profile_of(b))   # the kernels the run booted
     recorded_dir = Path(b["dir"])
     # Everything checked before anything is written (rig.tools.replay_trust).
     req = replay_trust.request(b)

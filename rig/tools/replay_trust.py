@@ -34,7 +34,7 @@ from rig.inputs import BadInput
 ROLE_STEPS = {
     "qemu": ("qemu",),
     "firmware": ("firmware",),
-    "kernel": ("kernel-{flavor}",),
+    "kernel": ("kernel-{kernel}",),
     "initramfs": ("initramfs-{flavor}", "initramfs-bench-{flavor}"),
     "snapshot": ("snapshot-{flavor}",),
 }
@@ -67,6 +67,14 @@ def flavor_of(b: Dict) -> str:
     return flavor
 
 
+def profile_of(b: Dict) -> str:
+    """The bundle's kernel profile (a bundle from before profiles: the default)."""
+    profile = b.get("profile") or paths.DEFAULT_PROFILE
+    if profile not in paths.PROFILES:
+        raise refuse(f"profile {profile!r} is none of {', '.join(paths.PROFILES)}")
+    return profile
+
+
 def rebuild_command(role: str, flavor: str) -> str:
     """How to make the input again, in the rig's words (not the bundle's)."""
     what = {"qemu": "qemu", "kernel": "kernel", "initramfs": "initramfs"}.get(role)
@@ -85,7 +93,8 @@ def resolve(role: str, entry: Dict, flavor: str) -> Path:
             raise refuse(f"a {flavor} run's kernel comes from the cache, not from a file "
                          "of the user's own")
         return custom_kernel(entry)
-    steps = tuple(s.format(flavor=flavor) for s in ROLE_STEPS.get(role, ()))
+    kernel = paths.kernel_name(flavor, paths.profile())
+    steps = tuple(s.format(flavor=flavor, kernel=kernel) for s in ROLE_STEPS.get(role, ()))
     if not steps:
         raise refuse(f"input {role!r} is not one a boot has ({', '.join(ROLE_STEPS)})")
     if step not in steps:

@@ -16,7 +16,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, List
 
-from rig.tools.junit import failure_messages, skip_reasons, verdicts, wall_times
+from rig.tools.junit import failure_messages, skip_reasons, suite_properties, verdicts, \
+    wall_times
 
 SUITE = "printk-rig"
 
@@ -30,7 +31,8 @@ def one_line(text: str, limit: int = 300) -> str:
     return " ".join(text.replace("#", "").split())[:limit]
 
 
-def ktap(status: Dict[str, str], messages: Dict[str, str], reasons: Dict[str, str]) -> str:
+def ktap(status: Dict[str, str], messages: Dict[str, str], reasons: Dict[str, str],
+         profile: str = "") -> str:
     cases: List[str] = []
     for n, test_id in enumerate(sorted(status), 1):
         name, st = ktap_name(test_id), status[test_id]
@@ -51,14 +53,16 @@ def ktap(status: Dict[str, str], messages: Dict[str, str], reasons: Dict[str, st
         return ("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: " + SUITE +
                 "\n    1..0\nok 1 " + SUITE + " # SKIP no tests ran\n")
     lines = ["KTAP version 1", "1..1", "    KTAP version 1", f"    # Subtest: {SUITE}",
+             *([f"    # kernel profile: {profile}"] if profile else []),
              f"    1..{len(status)}"] + [f"    {c}" for c in cases]
     lines.append(f"{'ok' if ok else 'not ok'} 1 {SUITE}")
     return "\n".join(lines) + "\n"
 
 
 def summary(status: Dict[str, str], messages: Dict[str, str], reasons: Dict[str, str],
-            seconds: Dict[str, float]) -> Dict:
-    return {"suite": SUITE, "counts": dict(sorted(Counter(status.values()).items())),
+            seconds: Dict[str, float], profile: str = "") -> Dict:
+    return {"suite": SUITE, **({"profile": profile} if profile else {}),
+            "counts": dict(sorted(Counter(status.values()).items())),
             "ok": bool(status) and all(st not in ("failed", "error") for st in status.values()),
             "tests": {t: {"status": st, "seconds": round(seconds.get(t, 0.0), 3),
                           **({"message": messages[t]} if t in messages else {}),
@@ -70,8 +74,9 @@ def write(junit: Path, out_dir: Path) -> Dict[str, Path]:
     """results.ktap and results.json from junit into out_dir."""
     status, messages = verdicts(junit), failure_messages(junit)
     reasons, seconds = skip_reasons(junit), wall_times(junit)
-    files = {"results.ktap": ktap(status, messages, reasons),
-             "results.json": json.dumps(summary(status, messages, reasons, seconds),
+    profile = suite_properties(junit).get("profile", "")
+    files = {"results.ktap": ktap(status, messages, reasons, profile),
+             "results.json": json.dumps(summary(status, messages, reasons, seconds, profile),
                                         indent=1) + "\n"}
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():

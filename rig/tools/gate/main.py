@@ -22,7 +22,7 @@ from rig import config, paths, pytest_run
 from rig.faults import RigFault, internal_error
 from rig.artifacts import built as artifacts, custom
 from rig.artifacts.cache import sha256_file
-from rig.artifacts.kernel import SERIES
+from rig.artifacts.kernel import SERIES, profile_fragments
 from rig.artifacts.patching import read_series
 from rig.artifacts.runner import BuildError, tail
 from rig.tools.gate import formats, source
@@ -104,6 +104,9 @@ def parse_args(argv):
                    help="a libvirt host to run on (repeatable), instead of --hosts")
     p.add_argument("--host-slots", type=int, metavar="N",
                    help="slots of each --libvirt-uri host (default 1)")
+    p.add_argument("--profile", choices=paths.PROFILES, default=None,
+                   help="kernel profile both sides are built and judged on (default: "
+                        "$RIG_PROFILE, else default): default, rt or debug (docs/profiles.md)")
     p.add_argument("pytest_args", nargs="*",
                    help="after --: the tests to run and pytest options (default: scenarios)")
     return p.parse_args(argv)
@@ -127,6 +130,8 @@ def repo_url(tree: Path, given: Optional[str]) -> str:
 
 def gate(args) -> int:
     config.set_fields(mutant=None)           # the gate's kernels are the tree's own
+    if args.profile:
+        config.set_fields(profile=args.profile)
     if args.hosts or args.libvirt_uri:
         from rig.vm import backend
         backend.choose("libvirt", args.libvirt_uri, args.hosts, args.host_slots)
@@ -156,8 +161,9 @@ def gate(args) -> int:
     for side in sides:
         use_kernel(side.build)
         side.suite = run_suite(side, out, args.pytest_args)
-    kernel_config = "tinyconfig + kernel-patches/rig.config" + (
-        " + kernel-patches/series" if args.series else "")
+    kernel_config = " + ".join(["tinyconfig"] + [f"kernel-patches/{f.name}"
+                                                 for f in profile_fragments()]) + (
+        " + kernel-patches/series" if args.series else "") + f" (profile {paths.profile()})"
     res = formats.GateResult(sides[0], sides[1], compare(sides[0].suite, sides[1].suite),
                              kernel_config, started, run_id=f"{out.name}-{uuid.uuid4().hex[:8]}")
     written = formats.write_all(res, out)

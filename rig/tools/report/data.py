@@ -250,6 +250,9 @@ def gather(run_dir: Path, test_verdict: Optional[dict] = None) -> dict:
         "run_dir": str(run_dir),
         "name": run.summary.get("name") or run.bundle.get("name") or run_dir.name,
         "flavor": run.summary.get("flavor") or run.bundle.get("flavor", "?"),
+        # A run from before profiles was on the default one; a user's kernel has none.
+        "profile": (run.summary.get("profile") if "profile" in run.summary
+                    else run.bundle.get("profile", "default")) or "none (a kernel of your own)",
         "test": run.bundle.get("test"),
         "kernel": run.summary.get("kernel", {}).get("release", "?"),
         "outcome": {"class": run.outcome.cls, "detail": run.outcome.detail},

@@ -73,13 +73,14 @@ def main(runs: List[Path], junit: Optional[Path], out: Optional[Path]) -> int:
         except (ReportError, UartLogError, OSError) as e:
             print(f"ERROR {run_dir}: {e}")
             bad += 1
-            rows.append({"name": run_dir.name, "flavor": "?", "test": None,
+            rows.append({"name": run_dir.name, "flavor": "?", "profile": "?", "test": None,
                          "verdict": "ERROR", "expected_end": False,
                          "outcome": f"not reported: {e}", "href": None})
             continue
         page_file = RunDir(run_dir).file(RunDir.REPORT)
         print(f"{d['verdict']:<5} {page_file}")
-        rows.append({"name": d["name"], "flavor": d["flavor"], "test": d["test"],
+        rows.append({"name": d["name"], "flavor": d["flavor"], "profile": d["profile"],
+                     "test": d["test"],
                      "verdict": d["verdict"], "expected_end": d["expected_end"],
                      "outcome": d["outcome"]["class"],
                      "href": os.path.relpath(page_file, index_dir)})

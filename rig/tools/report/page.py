@@ -50,7 +50,7 @@ def lines_page(d: dict, lines: List[dict], number: int, before: str,
 
 
 def index_page(title: str, rows: List[dict]) -> str:
-    """rows: name, flavor, test, verdict, expected_end, outcome, href (None:
+    """rows: name, flavor, profile, test, verdict, expected_end, outcome, href (None:
     a run directory the report could not read; outcome says why)."""
     failed = sum(status_class(r["verdict"], r["expected_end"]) == "bad" for r in rows)
     return render("index.html", title=title, rows=rows, failed=failed)
