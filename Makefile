@@ -142,8 +142,7 @@ test: build tools-check libvirtd
 	$(RIG) results $(JUNIT) || status=$$((status ? status : 2)); exit $$status
 
 # The scenario suite on the other kernel profiles, both flavors, each
-# profile's results in runs/profile-NAME/ (docs/profiles.md). .ci/run runs
-# it after make test.
+# profile's results in runs/profile-NAME/ (docs/profiles.md).
 TEST_PROFILES ?= rt debug
 
 test-profiles: deps tools-check libvirtd
