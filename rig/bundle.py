@@ -78,9 +78,8 @@ def rebuild_command(flavor: str, what: str) -> str:
     mutant = config.current().mutant
     env = f"RIG_MUTANT={mutant} " if mutant and flavor == "patched" and what != "qemu" else ""
     flavor_arg = "" if what == "qemu" else f" --flavor {flavor}"
-    profile = paths.profile()
-    if what != "qemu" and profile != paths.DEFAULT_PROFILE:
-        flavor_arg += f" --profile {profile}"
+    if what != "qemu" and paths.profile_suffix():
+        flavor_arg += f" --profile {paths.profile()}"
     return f"{env}python3 -m rig build {what}{flavor_arg}"
 
 

@@ -154,7 +154,8 @@ def add_flakes(sub) -> None:
 def cmd_mutants(args) -> int:
     from rig.tools import mutants
     extra = pytest_extra(args)
-    out = paths.runs_root() / f"mutants{mutants.profile_suffix()}"
+    # Each profile keeps its own kill table (runs/mutants-debug).
+    out = paths.runs_root() / f"mutants{paths.profile_suffix()}"
     return mutants.main(out, extra, args.only or [],
                         keep_builds=args.keep_builds, resume=args.resume)
 

@@ -1,5 +1,6 @@
 """Where the rig keeps things: the repository, the build cache, run directories."""
 from pathlib import Path
+from typing import Optional
 
 from rig import config
 
@@ -38,10 +39,18 @@ def profile_fragment(name: str) -> Path:
     return KERNEL_PATCHES / f"profile-{name}.config"
 
 
+def profile_suffix(profile_name: Optional[str] = None) -> str:
+    """How a name tells the profile (this process's when None): nothing on
+    the default profile, so its names stay as they were before profiles,
+    -PROFILE on another (kernel-patched-rt, runs/mutants-debug)."""
+    name = profile_name or profile()
+    return "" if name == DEFAULT_PROFILE else f"-{name}"
+
+
 def kernel_name(flavor: str, profile_name: str) -> str:
     """How results, cache steps and golden files name a flavor on a profile:
     the flavor alone on the default profile, FLAVOR-PROFILE on the others."""
-    return flavor if profile_name == DEFAULT_PROFILE else f"{flavor}-{profile_name}"
+    return flavor + profile_suffix(profile_name)
 
 
 def cache_root() -> Path:
