@@ -19,11 +19,12 @@ from rig.artifacts.runner import BuildError, run_logged
 
 INIT_SRC = paths.GUEST_SRC / "init.c"
 KMSGTEST_SRC = paths.GUEST_SRC / "kmsgtest.c"
+LATENCY_SRC = paths.GUEST_SRC / "latency.c"
 BUSYBOX = Path("/bin/busybox")
 DMESG = Path("/usr/bin/dmesg")
 BUSYBOX_APPLETS = ["sh", "cat", "ls", "dmesg", "echo", "mount", "sleep", "poweroff"]
 CFLAGS = ["-static", "-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11"]
-LAYOUT = "dirs bin dev proc sys tmp lib lib/modules; /dev/console c 5 1; /init; /bin/kmsgtest; " + \
+LAYOUT = "dirs bin dev proc sys tmp lib lib/modules; /dev/console c 5 1; /init; /bin/kmsgtest; /bin/latency; " + \
     "/usr/bin/dmesg + ldd libraries; " + \
     "/lib/modules/" + MODULE_NAME + "; /bin/busybox + applets " + ",".join(BUSYBOX_APPLETS)
 
@@ -61,6 +62,7 @@ def initramfs_inputs(flavor: str) -> dict:
         "init.c": sha256_file(INIT_SRC),
         "protocol.h": sha256_file(paths.PROTOCOL_H),
         "kmsgtest.c": sha256_file(KMSGTEST_SRC),
+        "latency.c": sha256_file(LATENCY_SRC),
         "busybox": f"{dpkg_version('busybox-static')} sha256:{sha256_file(BUSYBOX)}",
         "libc": f"libc6-dev {dpkg_version('libc6-dev')}",
         "toolchain": toolchain_id(),
@@ -85,11 +87,16 @@ def _build(flavor: str, out: Path) -> dict:
     run_logged("initramfs", ["gcc"] + CFLAGS + ["-o", str(kmsgtest_bin), str(KMSGTEST_SRC)],
                out / "build.log")
     subprocess.run(["strip", str(kmsgtest_bin)], check=True)
+    latency_bin = out / "latency"
+    run_logged("initramfs", ["gcc"] + CFLAGS + ["-o", str(latency_bin), str(LATENCY_SRC)],
+               out / "build.log")
+    subprocess.run(["strip", str(latency_bin)], check=True)
     entries = [cpio.directory(d) for d in ("bin", "dev", "proc", "sys", "tmp",
                                             "lib", "lib/modules")]
     entries.append(cpio.chardev("dev/console", 5, 1))
     entries.append(cpio.regular("init", init_bin.read_bytes()))
     entries.append(cpio.regular("bin/kmsgtest", kmsgtest_bin.read_bytes()))
+    entries.append(cpio.regular("bin/latency", latency_bin.read_bytes()))
     entries.append(cpio.regular(f"lib/modules/{MODULE_NAME}", module_ko.read_bytes()))
     entries += dmesg_entries()
     entries.append(cpio.regular("bin/busybox", BUSYBOX.read_bytes()))
