@@ -17,7 +17,7 @@ from rig.artifacts.runner import BuildError
 from rig.boot import BootRequest, BootResult, boot
 from rig.evidence import golden, properties
 from rig.evidence.boot import Evidence
-from rig.evidence.properties import assert_ousted_writer_keeps_off
+from rig.evidence.properties import assert_console_stretches, assert_ousted_writer_keeps_off
 from rig.rigprintk import cmdline
 from rig.rundir import RunDir
 from rig.vm.qemu_argv import HOST_CLOCK, ICOUNT_CLOCK
@@ -202,6 +202,9 @@ def rig_run(rig_boot, request):
         # A property of every run: nobody touches the UART while another
         # CPU's write holds it (S22 builds the takeovers that show it).
         assert_ousted_writer_keeps_off(ev, expect_takeover=False)
+        # And on a kernel with the latency tracer (the debug profile): no
+        # long interrupts-off stretch in console code, anywhere in the run.
+        assert_console_stretches(ev)
         return ev
     return run
 

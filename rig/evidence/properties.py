@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, List, Optional
 
-from rig.evidence import crash, logparse
+from rig.evidence import crash, latency, logparse
 from rig.evidence.boot import Evidence
 from rig.evidence.logread import file_lines
 from rig.evidence.uartlog import MarkerError
@@ -188,9 +188,12 @@ def exit_clean(ev: Evidence) -> Check:
 
 
 def boot_checks(ev: Evidence) -> List[Check]:
-    """Catalogue S1: the properties every boot must have."""
-    return [booted_to_init(ev), console_lines_parse(ev), no_splat(ev),
-            kmsg_contiguous(ev), exit_clean(ev)]
+    """Catalogue S1: the properties every boot must have; and on a kernel
+    with the latency tracer, the stretches it measured."""
+    checks = [booted_to_init(ev), console_lines_parse(ev), no_splat(ev),
+              kmsg_contiguous(ev), exit_clean(ev)]
+    stretches = console_stretches(ev)
+    return checks + [stretches] if stretches.measured else checks
 
 
 @named("emergency immediacy")
@@ -373,6 +376,61 @@ def no_irqsoff_wait(ev: Evidence, wins, bound_ms: float, nmis=()):
             f"the {own[worst] / 1e6:.1f} ms its own lines took on the wire (bound {bound_ms} ms + "
             f"{WRITE_SLACK:.0%} of those; log records {worst.begin.seq}-{worst.end.seq}, "
             f"{len(wins)} windows) ({ev.where()})")
+
+
+CONSOLE_STRETCH = "interrupts-off stretch in console code"
+# Side section "latency-status": the watcher's exit status, 0 when it
+# recorded until the end.
+WATCHER_OK = "0"
+
+
+def console_stretches(ev: Evidence) -> Check:
+    """Interrupts-off stretch in console code, over the whole run: no
+    stretch the kernel's latency tracer reported that began or ended in
+    printk, nbcon or the 8250 console (or was ended from code they called)
+    is longer than the design's bound, latency.bound_ns: the CPU's own line
+    and one line of another CPU at the console's rate, plus the one
+    friendly-handover wait. Not measured on a kernel without the tracer
+    (only the debug profile has it) or a run that ended before rig-init
+    sent the tracer's reports (a panic)."""
+    prop = CONSOLE_STRETCH
+    if "latency-status" not in ev.side.sections or ev.log is None:
+        return Check(prop, True, "not measured: the run has no latency tracer's reports",
+                     measured=False)
+    status = ev.side.section("latency-status").decode().strip()
+    if status != WATCHER_OK:
+        if "latency" not in ev.side.sections:
+            return Check(prop, False, f"the latency tracer did not start: {status} ({ev.where()})")
+        return Check(prop, False, f"the guest's latency watcher ended with status {status!r}, "
+                                  f"so stretches may be missing ({ev.where()})")
+    text = ev.side.section("latency").decode("utf-8", "replace")
+    settings = latency.state(text)
+    if settings.get("current_tracer") in (None, "nop") or "tracing_thresh" not in settings:
+        return Check(prop, False, f"the latency tracer was not set up at the end of the run "
+                                  f"(state {settings or 'missing'}) ({ev.where()})")
+    stretches = latency.parse(text)
+    longest = max((len(line) for line in run_console_lines(ev.result)), default=0)
+    bound = latency.bound_ns(longest, programmed_format(ev.log).char_ns)
+    if settings.get("current_tracer") != "irqsoff":
+        bound += latency.PREEMPT_WAIT_NS
+    thresh_ns = int(settings["tracing_thresh"]) * 1000
+    console = [(s, s.console_function()) for s in stretches]
+    console = [(s, fn) for s, fn in console if fn]
+    what = (f"{len(stretches)} stretches of {thresh_ns / 1e6:.1f} ms or more reported, "
+            f"{len(console)} in console code; bound {bound / 1e6:.1f} ms (two {longest}-byte "
+            f"lines + {latency.MARGIN_NS / 1e6:.0f} ms)" +
+            (", shorter than the tracer's threshold: a stretch between the two is not seen"
+             if bound < thresh_ns else "") +
+            # oops_enter() turns tracing off: the oops's own output is not measured.
+            ("; tracing was turned off during the run (an oops does), measured until then"
+             if settings.get("tracing_on") != "1" else ""))
+    if not console:
+        return Check(prop, True, what)
+    worst, fn = max(console, key=lambda c: c[0].us)
+    if worst.us * 1000 > bound:
+        return Check(prop, False, f"{worst.describe()}, in {fn}: {worst.us / 1000:.1f} ms of "
+                                  f"virtual time, over the bound; {what} ({ev.where()})")
+    return Check(prop, True, f"longest {worst.us / 1000:.1f} ms ({worst.describe()}); {what}")
 
 
 LOCKUP_RE = re.compile(r"soft lockup|hard LOCKUP|detected stalls? on CPU|self-detected stall|"
@@ -721,6 +779,7 @@ assert_printed_by_deadline = asserting(printed_by_deadline)
 assert_no_irqsoff_wait = asserting(no_irqsoff_wait)
 assert_no_lockup_report = asserting(no_lockup_report)
 assert_ousted_writer_keeps_off = asserting(ousted_writer_keeps_off)
+assert_console_stretches = asserting(console_stretches)
 assert_records_once_in_order = asserting(records_once_in_order)
 assert_export_tagged = asserting(export_tagged)
 assert_panic_complete = asserting(panic_complete)
