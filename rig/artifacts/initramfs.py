@@ -61,6 +61,7 @@ def initramfs_inputs(flavor: str) -> dict:
                             " ".join(f"{p}:{sha256_file(p)[:16]}" for p in shared_libraries(DMESG)),
         "init.c": sha256_file(INIT_SRC),
         "protocol.h": sha256_file(paths.PROTOCOL_H),
+        "fileio.h": sha256_file(paths.GUEST_SRC / "fileio.h"),
         "kmsgtest.c": sha256_file(KMSGTEST_SRC),
         "latency.c": sha256_file(LATENCY_SRC),
         "busybox": f"{dpkg_version('busybox-static')} sha256:{sha256_file(BUSYBOX)}",

@@ -82,6 +82,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "protocol.h"
 
 #define CMDLINE_MAX 4096
@@ -354,34 +355,6 @@ static int step_line(void)
 	}
 	marker(2);
 	return 0;
-}
-
-/* Write a value to a file; 0 on success. */
-static int write_file(const char *path, const char *value)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t n = fd >= 0 ? write(fd, value, strlen(value)) : -1;
-	int err = errno;
-
-	if (fd >= 0)
-		close(fd);
-	errno = err;
-	return n == (ssize_t)strlen(value) ? 0 : -1;
-}
-
-/* Read a whole (small) file into buf; its length, or -1. */
-static ssize_t read_file(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY);
-	size_t used = 0;
-	ssize_t n = 0;
-
-	if (fd < 0)
-		return -1;
-	while (used < size && (n = read(fd, buf + used, size - used)) > 0)
-		used += n;
-	close(fd);
-	return n < 0 ? -1 : (ssize_t)used;
 }
 
 /* QEMU's fw_cfg through its I/O ports (no CONFIG_FW_CFG_SYSFS needed). */

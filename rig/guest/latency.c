@@ -42,6 +42,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
+
 #define TRACING "/sys/kernel/tracing/"
 /* At most this much of one report: its header and the first functions. */
 #define REPORT_MAX (64 << 10)
@@ -62,30 +64,6 @@
 	"nbcon_emit_next_record console_emit_next_record nbcon_emergency_emit*"
 
 static volatile sig_atomic_t stop;
-
-static int write_file(const char *path, const char *value)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC);
-	ssize_t n = fd >= 0 ? write(fd, value, strlen(value)) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	return n == (ssize_t)strlen(value) ? 0 : -1;
-}
-
-static ssize_t read_file(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY);
-	size_t used = 0;
-	ssize_t n = 0;
-
-	if (fd < 0)
-		return -1;
-	while (used < size && (n = read(fd, buf + used, size - used)) > 0)
-		used += n;
-	close(fd);
-	return n < 0 ? -1 : (ssize_t)used;
-}
 
 static int setting(const char *name, const char *value)
 {
