@@ -1,6 +1,7 @@
 import signal
 
 from rig.protocol import EXIT_FAIL, EXIT_OK
+from rig.vm import outcome
 from rig.vm.outcome import classify
 
 
@@ -70,3 +71,24 @@ def test_hang_and_panic_name_the_first_crash_by_its_title():
     assert o.cls == "panic" and o.detail.endswith(
         "Fatal exception; first crash: BUG: unable to handle kernel NULL pointer dereference in "
         "crash_now (console line 1)")
+
+
+def test_a_failed_steps_reason_leaves_out_kernel_lines_that_came_out_meanwhile():
+    """A real console of CI (2026-12-07): the clocksource's line came out
+    between init's reason and its verdict."""
+    console = ("[    2.5] 000: rig-init: step run begin\n"
+               "[    2.6] 000: rig-init: step run: /sys/module/rigprintk/parameters/run: "
+               "No such device\n"
+               "[    2.7] 001: clocksource: tsc: mask: 0xffffffffffffffff max_cycles: "
+               "0x1cd42e4dffb, max_idle_ns: 881590591483 ns\n"
+               "[    2.8] 000: rig-init: step run failed\n")
+    assert outcome.failed_step_reason(console) == (
+        "rig-init: step run: /sys/module/rigprintk/parameters/run: No such device; "
+        "rig-init: step run failed")
+
+
+def test_a_module_that_does_not_load_keeps_the_kernels_reason():
+    console = ("[    2.5] 000: rigprintk: Unknown symbol nbcon_foo (err -2)\n"
+               "[    2.6] 000: rig-init: module: finit_module: Unknown symbol in module\n"
+               "[    2.8] 000: rig-init: step module failed\n")
+    assert outcome.failed_step_reason(console).startswith("rigprintk: Unknown symbol")

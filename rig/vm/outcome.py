@@ -65,8 +65,12 @@ def failed_step_reason(console_text: str) -> str:
               None)
     if at is None:
         return ""
+    # The kernel's lines say why only for the module step: elsewhere a
+    # kernel line that came out meanwhile (a clocksource's) is not a reason.
+    kernel_says = FAILED_STEP_RE.search(lines[at]).group(1) == "module"
     why = [ln for ln in lines[max(0, at - 3):at]
-           if ln and not re.search(r"rig-init: step \S+ begin", ln)]
+           if ln and not re.search(r"rig-init: step \S+ begin", ln)
+           and (kernel_says or ln.startswith("rig-init:"))]
     return "; ".join(why[-2:] + [lines[at]])
 
 
