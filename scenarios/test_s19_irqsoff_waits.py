@@ -58,3 +58,24 @@ def test_s19_no_cpu_waits_for_another_with_interrupts_off(rig_run, flavor, lacks
                     pytrace=False)
     assert_no_lockup_report(ev)
     assert_no_irqsoff_wait(ev, call_windows(ev), BOUND_MS, nmi_windows(ev))
+
+
+def test_s19_a_cpu_sync_owner_does_not_write_its_backtrace_with_interrupts_off(rig_run, flavor):
+    """CPU 1 handles sysrq `l` while CPU 0's INFO flood keeps the printer
+    thread writing: CPU 1 prints its own backtrace under printk_cpu_sync,
+    with interrupts off, and hands each line over. Writing them all when it
+    releases the cpu_sync, before its caller enables interrupts again, keeps
+    it there for every line; the whole-run property (the debug profile's
+    irqsoff tracer, `interrupts-off stretch in console code`, applied to
+    every run by rig_run) judges it. On the other profiles the run has no
+    tracer and the test shows nothing: skipped. Vanilla's cpu_sync owner
+    stores its lines and leaves them to the console lock holder."""
+    if paths.profile() != "debug":
+        pytest.skip(f"on {paths.profile()}: no irqsoff tracer (the debug profile has it)")
+    ev = rig_run(flavor, "S19", "run", clock="icount", flood_count=30, flood_level=6,
+                 flood_len=20, flood_delay_us=2000, flood_cpus=mask([0]), flood_wait=False,
+                 sysrq_cpu=1)
+    if b"NMI backtrace for cpu 1" not in ev.result.console:
+        pytest.fail(f"S19 setup: no backtrace of CPU 1 on the console ({ev.where()})",
+                    pytrace=False)
+    assert_no_lockup_report(ev)

@@ -45,7 +45,7 @@ INTERRUPT_ENTRY = re.compile(r"asm_|common_interrupt$|sysvec_|exc_nmi$")
 # And printk's cpu_sync sections (dump_stack(), the NMI backtraces): their
 # owner's records are written when it releases the cpu_sync.
 CONSOLE_CODE = re.compile(r"printk|nbcon|console|serial8250|univ8250|uart_|wait_for_xmitr|"
-                          r"emergency|dump_stack|nmi_cpu_backtrace")
+                          r"emergency|dump_stack|nmi_\w*backtrace")
 
 
 @dataclass
