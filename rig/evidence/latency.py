@@ -67,9 +67,9 @@ class Stretch:
         from; None if none was. The stack is read up to the first interrupt
         entry: below it is the code the interrupt came into, not the code
         that ran the stretch."""
-        writes = [f for f in self.functions if CONSOLE_WRITE.search(f)]
-        if writes:
-            return writes[0]
+        write = next((f for f in self.functions if CONSOLE_WRITE.search(f)), None)
+        if write:
+            return write
         for name in [self.started_at, self.ended_at] + self.stack:
             if INTERRUPT_ENTRY.match(name):
                 break

@@ -409,7 +409,7 @@ def console_stretches(ev: Evidence) -> Check:
         return Check(prop, False, f"the latency tracer was not set up at the end of the run "
                                   f"(state {settings or 'missing'}) ({ev.where()})")
     stretches = latency.parse(text)
-    longest = max((len(line) for line in run_console_lines(ev.result)), default=0)
+    longest = max((len(line) for line in console_text(ev)), default=0)
     bound = latency.bound_ns(longest, programmed_format(ev.log).char_ns)
     if settings.get("current_tracer") != "irqsoff":
         bound += latency.PREEMPT_WAIT_NS

@@ -26,9 +26,10 @@
  * is open (pause-on-trace, which keeps the report whole), so a stretch
  * that ends then is not reported. Reports that come faster than the
  * watcher reads them are merged: it then reads the newest, and says how
- * many notifications it took at once. So THRESH_US is the bound the
- * stretches are judged by, not lower: a run that keeps its bound has few
- * reports, and the first stretch over it is reported whole.
+ * many notifications it took at once. So THRESH_US is of the order of
+ * the bound the stretches are judged by (rig.evidence.latency), not far
+ * lower: a run that keeps its bound has few reports, and the first
+ * stretch over it is reported whole.
  */
 #define _GNU_SOURCE
 #include <errno.h>
