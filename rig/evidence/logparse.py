@@ -160,15 +160,19 @@ def interrupted_fragments(entries, out: Transcript) -> set:
     replay line within REPLAY_LOOKBACK lines after it. Each fragment is paired
     with the first such attempt that is not a fragment itself, the whole line.
     Cut replay and dropped lines are fragments too (marker_fragments).
+    The printer prints a dropped line between the replay line and the record
+    ("** replaying ...", "** 25 printk messages dropped **", the record): the
+    attempt is the record, and a whole dropped line is never a fragment (a
+    flood prints the same count again and again).
     Returns the line numbers of the fragments; the pairs go to out.interrupted."""
-    attempts = [i + 1 for i, (line, _) in enumerate(entries)
-                if line.replay and i + 1 < len(entries) and not entries[i + 1][0].replay]
+    attempts = [a for a in (attempt_after(entries, i) for i, (line, _) in enumerate(entries)
+                            if line.replay) if a is not None]
     fragment_of = {}        # index of a fragment -> indices of the attempts it is a prefix of
     for a in attempts:
         whole = entries[a][0].raw
         for j in range(a - 1, max(-1, a - 1 - REPLAY_LOOKBACK), -1):
             cand = entries[j][0]
-            if not cand.replay and whole.startswith(cand.raw):
+            if not cand.replay and cand.dropped is None and whole.startswith(cand.raw):
                 fragment_of.setdefault(j, []).append(a)
     found = set()
     for j in sorted(fragment_of):
@@ -178,6 +182,19 @@ def interrupted_fragments(entries, out: Transcript) -> set:
         found.add(entries[j][0].lineno)
         out.interrupted.append((entries[j][0], entries[whole][0]))
     return found | marker_fragments(entries, out)
+
+
+def attempt_after(entries, i: int) -> Optional[int]:
+    """Index of the record the printer prints again after the replay line at
+    i: the next line, or the one after the dropped line that precedes it;
+    None when another replay line (the attempt was cut at once) or the
+    window's end comes first."""
+    a = i + 1
+    if a < len(entries) and entries[a][0].dropped is not None:
+        a += 1
+    if a >= len(entries) or entries[a][0].replay:
+        return None
+    return a
 
 
 def marker_fragments(entries, out: Transcript) -> set:

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from rig.evidence.logparse import (REPLAY_LINE, KmsgFormatError, cut_marker, parse_console_line,
-                                   parse_kmsg, parse_transcript, split_lines)
+from rig.evidence.logparse import (DROPPED_RE, REPLAY_LINE, KmsgFormatError, cut_marker,
+                                   parse_console_line, parse_kmsg, parse_transcript, split_lines)
 
 
 def test_plain_6_12_console_line():
@@ -135,6 +135,26 @@ def test_cut_replay_and_dropped_lines_from_real_patched_runs():
     t = parse_transcript(lzma.decompress((DATA / "patched-s9-flood-a.console.xz").read_bytes()))
     assert not any(ln.raw.startswith("*") for ln in t.unparsed)
     assert [ln.dropped for ln in t.lines if ln.dropped is not None] == [953, 1]
+
+
+def test_a_whole_dropped_line_is_no_fragment_and_no_attempt():
+    # S9 on the debug profile: "** 25 printk messages dropped **" printed whole
+    # several times, and after a replay line the dropped line comes before the
+    # record printed again. Every whole dropped line is a count, the record
+    # after a replay line is the attempt its fragment pairs with.
+    data = lzma.decompress((DATA / "patched-debug-s9-flood.console.xz").read_bytes())
+    t = parse_transcript(data)
+    raw = split_lines(data)
+    assert ([ln.lineno for ln in t.lines if ln.dropped is not None] ==
+            [n for n, r in enumerate(raw, 1) if DROPPED_RE.match(r)])
+    synthetic = (b"[    1.000000] 000: first\r\n"
+                 b"[    1.000001] 001: emergency\r\n"
+                 b"** replaying previous printk message **\r\n"
+                 b"** 3 printk messages dropped **\r\n"
+                 b"[    1.000000] 000: first record\r\n")
+    t = parse_transcript(synthetic)
+    assert [(a.text, b.text) for a, b in t.interrupted] == [("first", "first record")]
+    assert [ln.dropped for ln in t.lines if ln.dropped is not None] == [3]
 
 
 @pytest.mark.parametrize("raw,cut", [
