@@ -56,6 +56,9 @@ class Crash:
     headline: str      # the headline's text, prefix removed
     kind: str          # e.g. "WARNING", "KASAN", "INFO: task hung"
     title: str         # e.g. "WARNING in foo_bar"
+    # The functions of the stack frames (not the "? " guesses) in the
+    # REPORT_LINES after the headline, in order.
+    frames: Tuple[str, ...] = ()
 
 
 # Older kernels framed some headlines: "[ INFO: inconsistent lock state ]".
@@ -234,9 +237,16 @@ def headlines(window: List[Tuple[int, str]]) -> List[Tuple[int, Crash]]:
         for pattern, kind, titler in COMPILED:
             m = pattern.search(t) if kind == "hard lockup" else pattern.match(t)
             if m:
-                out.append((i, Crash(lineno, t, kind, titler(m, texts, i))))
+                out.append((i, Crash(lineno, t, kind, titler(m, texts, i),
+                                     frames_after(texts, i))))
                 break
     return out
+
+
+def frames_after(texts: List[str], start: int) -> Tuple[str, ...]:
+    """The functions of the stack frames in the REPORT_LINES after a headline."""
+    frames = (FRAME_RE.match(t) for t in texts[start + 1:start + 1 + REPORT_LINES])
+    return tuple(plain(m.group(2)) for m in frames if m and not m.group(1))
 
 
 def first(data: bytes) -> Optional[Crash]:
