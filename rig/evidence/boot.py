@@ -2,7 +2,7 @@
 other side-channel sections, the UART register log and the wire lines cut
 from it, and the test module's tagged messages. Scenarios assert on this."""
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from rig.evidence import logparse, sidechannel, takeover, uartlog
 from rig.evidence.wire import WireLine, find_line, wire_lines
@@ -104,9 +104,15 @@ class Evidence:
 
     def during_call(self, tag: Tag) -> List[uartlog.Record]:
         """THR records between the module's before/after markers of one call."""
-        return [r for r in uartlog.between_markers(self.log, tag.marker(MARK_BEFORE),
-                                                   tag.marker(MARK_AFTER), cpu=tag.cpu)
-                if r.reg == "THR"]
+        return self.call(tag)[0]
+
+    def call(self, tag: Tag) -> Tuple[List[uartlog.Record], Set[int]]:
+        """during_call, and the vCPUs the caller ran on: the one it began on
+        and the one it ended on (a task that is not pinned may move during
+        its call, uartlog.call_span)."""
+        records, end_cpu = uartlog.call_span(self.log, tag.marker(MARK_BEFORE),
+                                             tag.marker(MARK_AFTER), cpu=tag.cpu)
+        return [r for r in records if r.reg == "THR"], {tag.cpu, end_cpu}
 
     def wire_line_of(self, line: logparse.ConsoleLine) -> Optional[WireLine]:
         return find_line(self.wire, line.raw)

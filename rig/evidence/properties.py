@@ -235,8 +235,8 @@ def boot_checks(ev: Evidence) -> List[Check]:
 @named("emergency immediacy")
 def immediate(ev: Evidence, line, tag: Tag):
     """Every byte of the line (and its CRLF) went out during the printk() call,
-    written by the calling CPU."""
-    during = ev.during_call(tag)
+    written by the calling CPU (by the CPUs it ran on, when it moved)."""
+    during, cpus = ev.call(tag)
     wire = (line.raw + "\r\n").encode()
     written = bytes(r.value for r in during)
     if wire not in written:
@@ -252,11 +252,11 @@ def immediate(ev: Evidence, line, tag: Tag):
     while start >= 0:
         copies.append({r.cpu for r in during[start:start + len(wire)]})
         start = written.find(wire, start + 1)
-    if {tag.cpu} not in copies:
+    if not any(copy <= cpus for copy in copies):
         return failed(
             f"emergency immediacy on {ev.console_name}: the line's bytes "
-            f"came from vCPUs {copies[0]}, the caller was CPU {tag.cpu} "
-            f"({ev.where()})")
+            f"came from vCPUs {copies[0]}, the caller ran on CPU "
+            f"{' and '.join(map(str, sorted(cpus)))} ({ev.where()})")
 
 
 @named("emergency threshold")

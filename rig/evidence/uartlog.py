@@ -18,7 +18,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 from functools import lru_cache
-from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Union
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from rig.faults import EvidenceIncomplete
 
@@ -350,21 +350,38 @@ def pack_record(seq, vtime_ns, cpu, reg, value, flags=0) -> bytes:
 def between_markers(log: UartLog, first: int, last: int,
                     cpu: Optional[int] = None) -> List[Record]:
     """Records after the first MARKER `first` and before the next MARKER `last`,
-    both written by vCPU cpu if given (two CPUs may mark the same value)."""
+    both written by vCPU cpu if given (two CPUs may mark the same value);
+    see call_span for a caller that moved."""
+    return call_span(log, first, last, cpu)[0]
+
+
+def call_span(log: UartLog, first: int, last: int,
+              cpu: Optional[int] = None) -> Tuple[List[Record], Optional[int]]:
+    """between_markers, and the vCPU that wrote the closing marker. A task
+    that is not pinned may move to another CPU during its call: when no
+    `last` of vCPU cpu follows its `first`, the first `last` of a vCPU that
+    did not mark `first` itself meanwhile (not a call of its own with the
+    same marker) closes the span."""
     def is_marker(r: Record, value: int) -> bool:
-        return r.reg == "MARKER" and r.value == value and (cpu is None or r.cpu == cpu)
-    start, between = None, []
+        return r.reg == "MARKER" and r.value == value
+    start, between, moved, began = None, [], None, set()
     for r in log.records:
         if start is None:
-            if is_marker(r, first):
+            if is_marker(r, first) and (cpu is None or r.cpu == cpu):
                 start = r.seq
-        elif is_marker(r, last):
-            return between
+        elif is_marker(r, last) and (cpu is None or r.cpu == cpu):
+            return between, r.cpu
         else:
+            if is_marker(r, first):
+                began.add(r.cpu)
+            elif is_marker(r, last) and moved is None and r.cpu not in began:
+                moved = (len(between), r.cpu)
             between.append(r)
     if start is None:
         raise MarkerError(f"no marker {first:#x} in the log"
                           + (f" from vCPU {cpu}" if cpu is not None else ""))
+    if moved is not None:
+        return between[:moved[0]], moved[1]
     raise MarkerError(f"marker {first:#x} at record {start} has no marker {last:#x} after it")
 
 

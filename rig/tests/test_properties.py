@@ -221,7 +221,7 @@ def test_the_callers_copy_counts_after_a_printers_fragment_of_the_same_record():
 def test_a_line_written_partly_by_another_cpu_is_not_immediate():
     ev, tag = immediacy_evidence([(EMERG[:30], 0), (EMERG[30:] + "\r\n", 1)])
     with pytest.raises(AssertionError, match=r"emergency immediacy on .*: the line's bytes came "
-                                             r"from vCPUs \{0, 1\}, the caller was CPU 0"):
+                                             r"from vCPUs \{0, 1\}, the caller ran on CPU 0"):
         assert_immediate(ev, ev.transcript.lines[-1], tag)
 
 

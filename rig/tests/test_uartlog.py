@@ -67,6 +67,22 @@ def test_between_markers_of_one_vcpu_when_two_mark_the_same_value():
         uartlog.between_markers(log, 1, 2, cpu=2)
 
 
+def test_a_call_whose_caller_moved_ends_at_its_marker_on_the_other_vcpu():
+    # S3 on the debug profile: the task began its call on vCPU 0 and wrote
+    # its after-marker on vCPU 1.
+    recs = [pack_record(0, 100, 0, "MARKER", 1), pack_record(1, 110, 1, "THR", ord("a")),
+            pack_record(2, 120, 1, "MARKER", 2), pack_record(3, 130, 1, "THR", ord("b"))]
+    log = uartlog.parse(pack_header() + b"".join(recs))
+    records, end_cpu = uartlog.call_span(log, 1, 2, cpu=0)
+    assert [r.seq for r in records] == [1] and end_cpu == 1
+    # Another vCPU's own call with the same markers does not close it.
+    recs = [pack_record(0, 100, 0, "MARKER", 1), pack_record(1, 110, 1, "MARKER", 1),
+            pack_record(2, 120, 1, "MARKER", 2), pack_record(3, 130, 0, "THR", ord("a"))]
+    log = uartlog.parse(pack_header() + b"".join(recs))
+    with pytest.raises(MarkerError, match="has no marker 0x2 after it"):
+        uartlog.call_span(log, 1, 2, cpu=0)
+
+
 @pytest.mark.parametrize("offset, byte, why", [
     (16, 0xFF, r"record 0 at offset 64 cannot be: vCPU 255 on a machine of 2"),
     (17, 0xFF, r"record 0 at offset 64 cannot be: vCPU 65280 on a machine of 2"),
