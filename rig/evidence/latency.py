@@ -23,7 +23,7 @@ guest's sched_clock: virtual time under -icount.
 """
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, Iterable, List, Optional
 
 REPORT = "#### report"
 STATE = "#### state"
@@ -60,6 +60,7 @@ class Stretch:
     functions: List[str] = field(default_factory=list)   # what ran in it, in order
     stack: List[str] = field(default_factory=list)       # where it ended, innermost first
     notifications: int = 1      # reports the watcher took at once (it read the newest)
+    nmi_handler: str = ""       # for an NMI's stretch: the handler the kernel named
 
     def console_function(self) -> Optional[str]:
         """A console write the stretch ran; else the console-path function
@@ -70,6 +71,8 @@ class Stretch:
         write = next((f for f in self.functions if CONSOLE_WRITE.search(f)), None)
         if write:
             return write
+        if CONSOLE_CODE.search(self.nmi_handler):
+            return self.nmi_handler
         for name in [self.started_at, self.ended_at] + self.stack:
             if INTERRUPT_ENTRY.match(name):
                 break
@@ -88,8 +91,39 @@ class Stretch:
         writes = self.console_writes()
         return (f"{self.us} us of {off} off on CPU {self.cpu} ({self.task}), from "
                 f"{self.started_at or '?'} to {self.ended_at or '?'}" +
+                (f", NMI handler {self.nmi_handler}" if self.nmi_handler else "") +
                 (f", {writes} console write{'s' if writes != 1 else ''} of a record in it"
                  if writes else ""))
+
+
+# The kernel's own check of an NMI handler's duration (arch/x86/kernel/nmi.c),
+# on the console of the CPU that ran it: "000: INFO: NMI handler
+# (nmi_cpu_backtrace_handler) took too long to run: 168.394 msecs".
+NMI_HANDLER_RE = re.compile(r"(?:\] (\d{3}): )?INFO: NMI handler \((\w+)\) took too long to "
+                            r"run: (\d+)\.(\d{3}) msecs")
+# The tracer's stretch of an NMI holds the NMI's entry and exit around the
+# handler (0.3 ms on the debug kernel).
+NMI_MATCH_US = 1000
+
+
+def name_nmi_handlers(stretches: List[Stretch], console: Iterable[str]) -> None:
+    """An NMI's stretch (started and ended in exc_nmi) does not say which
+    handler ran in it: the stack is that of the code the NMI came into. The
+    kernel's own NMI duration check names the handler; join the two by CPU
+    (when the console has a CPU field) and length."""
+    nmis = [s for s in stretches if s.started_at == s.ended_at == "exc_nmi"]
+    if not nmis:
+        return
+    for line in console:
+        m = NMI_HANDLER_RE.search(line)
+        if not m:
+            continue
+        cpu, us = m.group(1), int(m.group(3)) * 1000 + int(m.group(4))
+        for s in nmis:
+            if (not s.nmi_handler and (cpu is None or int(cpu) == s.cpu)
+                    and 0 <= s.us - us <= NMI_MATCH_US):
+                s.nmi_handler = m.group(2)
+                break
 
 
 def parse(text: str) -> List[Stretch]:

@@ -68,3 +68,25 @@ def test_the_bound_is_two_of_the_longest_lines_at_the_console_rate_plus_the_wait
     char_ns = 10 * 1e9 / 115200                 # 86.8 us
     assert latency.bound_ns(100, char_ns) == int(200 * char_ns) + 3_000_000
     assert latency.bound_ns(0, char_ns) == latency.MARGIN_NS
+
+
+def test_an_nmi_stretch_is_the_handler_the_kernels_duration_check_names():
+    # The mutant cpu-sync-releaser-writes-all, debug profile (2026-12-07): the
+    # backtrace NMI on CPU 0 spun for the cpu_sync while CPU 1 wrote its whole
+    # backtrace; the tracer's report only says exc_nmi to exc_nmi.
+    import lzma
+    stretches = latency.parse((DATA / "patched-debug-tracer-nmi.latency").read_text())
+    assert [(s.us, s.cpu, s.started_at, s.ended_at) for s in stretches] == [
+        (168697, 0, "exc_nmi", "exc_nmi")]
+    assert stretches[0].console_function() is None
+    console = lzma.decompress((DATA / "patched-debug-tracer-nmi.console.xz").read_bytes())
+    latency.name_nmi_handlers(stretches, console.decode().splitlines())
+    assert stretches[0].console_function() == "nmi_cpu_backtrace_handler"
+    # Another CPU's, or a handler of another length, is not this stretch's.
+    for line in ("[   13.554207] 001: INFO: NMI handler (nmi_cpu_backtrace_handler) took too "
+                 "long to run: 168.394 msecs",
+                 "[   13.554207] 000: INFO: NMI handler (nmi_cpu_backtrace_handler) took too "
+                 "long to run: 160.394 msecs"):
+        other = latency.parse((DATA / "patched-debug-tracer-nmi.latency").read_text())
+        latency.name_nmi_handlers(other, [line])
+        assert other[0].nmi_handler == ""

@@ -168,6 +168,16 @@ def test_x86_panic_in_nmi_lock_report_is_left_aside_by_its_frames_only():
     assert not check.ok and "inconsistent lock state in __register_nmi_handler" in check.message
 
 
+def test_the_tracers_own_lock_report_in_nmi_is_left_aside_and_the_stretch_judged():
+    # The mutant cpu-sync-releaser-writes-all on the debug profile
+    # (2026-12-07): CPU 0's backtrace NMI spun 168 ms for the cpu_sync, and
+    # the irqsoff tracer took max_trace_lock in NMI to report it.
+    lines = lzma.decompress((DATA / "patched-debug-tracer-nmi.console.xz").read_bytes()
+                            ).decode().splitlines()
+    check = properties.no_lock_report(lines)
+    assert check.ok and "stop_critical_timing at console line 293" in check.message
+
+
 def test_the_profile_reaches_every_subcommand_and_pytest():
     from rig import cli
     parser = cli.build_parser()
@@ -177,3 +187,10 @@ def test_the_profile_reaches_every_subcommand_and_pytest():
     with pytest.raises(SystemExit):
         parser.parse_args(["boot", "--profile", "fast"])
     assert shutil.which("make")
+
+
+def test_a_profile_adds_the_mutants_only_its_checks_catch():
+    default, debug = kernel.mutant_series("default"), kernel.mutant_series("debug")
+    assert "hand-lock-in-nmi" in debug and "hand-lock-in-nmi" not in default
+    assert debug[:len(default)] == default
+    assert set(kernel.all_mutants()) >= set(debug)
