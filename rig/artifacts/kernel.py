@@ -29,6 +29,25 @@ SERIES = paths.KERNEL_PATCHES / "series"
 MUTANTS = paths.KERNEL_PATCHES / "mutants"
 
 
+def mutant_series(profile: Optional[str] = None) -> List[str]:
+    """The mutants `rig mutants` runs on a profile (by default the current
+    one): those of kernel-patches/mutants/series, which the scenarios catch
+    on every profile, then those of series.PROFILE, which only that
+    profile's own checks can catch (the debug profile's lockdep)."""
+    profile = profile or paths.profile()
+    extra = MUTANTS / f"series.{profile}"
+    return [p.stem for p in read_series(MUTANTS / "series")] + (
+        [p.stem for p in read_series(extra)] if extra.is_file() else [])
+
+
+def all_mutants() -> List[str]:
+    """Every mutant of every profile's series."""
+    names = [p.stem for p in read_series(MUTANTS / "series")]
+    for extra in sorted(MUTANTS.glob("series.*")):
+        names += [p.stem for p in read_series(extra)]
+    return names
+
+
 def mutant() -> Optional[Path]:
     """RIG_MUTANT=NAME puts kernel-patches/mutants/NAME.patch on top of the
     patched flavor (make mutants), RIG_MUTANT=PATH that patch file; unset,
@@ -43,7 +62,7 @@ def mutant() -> Optional[Path]:
         return patch
     patch = MUTANTS / (name if name.endswith(".patch") else f"{name}.patch")
     if not patch.is_file():
-        known = ", ".join(p.stem for p in read_series(MUTANTS / "series"))
+        known = ", ".join(all_mutants())
         raise BuildError(f"RIG_MUTANT={name}: no {patch}; mutants: {known}")
     return patch
 

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Dict, List
 
 from rig import children, config, faults, paths, pytest_run
-from rig.artifacts.kernel import MUTANTS, kernel_step
-from rig.artifacts.patching import read_series
+from rig.artifacts.kernel import MUTANTS, kernel_step, mutant_series
 from rig.inputs import BadInput
 from rig.tools.junit import failure_messages
 
@@ -26,11 +25,13 @@ def main(out_dir: Path, pytest_args: List[str], only: List[str],
          keep_builds: bool = False, resume: bool = False) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     kills = out_dir / "kills.json"
-    series = [p.stem for p in read_series(MUTANTS / "series")]
+    series = mutant_series()
     unknown = sorted(set(only) - set(series))
     if unknown:
-        raise BadInput(f"--only {', '.join(unknown)}: no such mutant in "
-                       f"kernel-patches/mutants/series; it has: {', '.join(series)}")
+        raise BadInput(f"--only {', '.join(unknown)}: no such mutant for the "
+                       f"{paths.profile()} profile in kernel-patches/mutants/series"
+                       f"{' and series.' + paths.profile() if paths.profile_suffix() else ''}; "
+                       f"it has: {', '.join(series)}")
     names = [n for n in series if n in only] if only else series
     tests = " ".join(pytest_args or ["scenarios"])
     earlier = earlier_rows(kills) if resume else {}
