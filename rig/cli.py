@@ -163,8 +163,8 @@ def cmd_mutants(args) -> int:
 def add_mutants(sub) -> None:
     p = sub.add_parser("mutants", help="run the scenarios on each kernel mutant",
                        description="Build the patched kernel with each patch of "
-                                   "kernel-patches/mutants/series (and series.PROFILE) on top, run the scenarios "
-                                   "on it, report which tests caught it; exit 1 if a "
+                                   "kernel-patches/mutants/series (and series.PROFILE) on "
+                                   "top, run the scenarios on it, report which tests caught it; exit 1 if a "
                                    "mutant is not caught, 2 if one did not build or its run "
                                    "failed on the rig's own fault.")
     p.add_argument("--only", action="append", help="only this mutant (repeatable)")

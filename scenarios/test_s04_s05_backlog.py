@@ -34,14 +34,19 @@ BACKLOG = dict(flood_count=FLOOD, flood_cpus=mask([0]), flood_wait=False,
 LATENCY_BOUND = 1.1
 
 
+def err_line(ev):
+    """S4's one ERR line on the console and its tag."""
+    err = [(ln, t) for ln, t in ev.tagged("S4") if t.level == 3]
+    assert len(err) == 1, (f"records once: the ERR line is on the console {len(err)} times, "
+                           f"not once ({ev.where()})")
+    return err[0]
+
+
 def test_s4_emergency_line_overtakes_the_backlog(rig_run, flavor, lacks):
     lacks("vanilla", "no emergency messages: the ERR line waits its turn in FIFO order")
     ev = rig_run(flavor, "S4", "run", **BACKLOG)
     tagged = ev.tagged("S4")
-    err = [(i, ln, t) for i, (ln, t) in enumerate(tagged) if t.level == 3]
-    assert len(err) == 1, (f"records once: the ERR line is on the console {len(err)} times, "
-                           f"not once ({ev.where()})")
-    _, line, tag = err[0]
+    line, tag = err_line(ev)
     assert_overtakes_backlog(ev, "S4", line, tag, FLOOD // 3)
     flood = sorted(t.seq for _, t in tagged if t.level == 6)
     assert flood == list(range(FLOOD)), (
@@ -61,10 +66,7 @@ def test_s4_emergency_line_leaves_the_wire_within_its_wire_time(rig_run, flavor,
                      "runs")
     # S4's run, judged again (as S5 does).
     ev = rig_run(flavor, "S4", "run", **BACKLOG)
-    err = [(ln, t) for ln, t in ev.tagged("S4") if t.level == 3]
-    assert len(err) == 1, (f"records once: the ERR line is on the console {len(err)} times, "
-                           f"not once ({ev.where()})")
-    line, tag = err[0]
+    line, tag = err_line(ev)
     check = emergency_latency(ev, line, tag, LATENCY_BOUND)
     print(f"ERR line under backlog: {check.detail}")
     holds(check)

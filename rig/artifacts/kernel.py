@@ -34,18 +34,19 @@ def mutant_series(profile: Optional[str] = None) -> List[str]:
     one): those of kernel-patches/mutants/series, which the scenarios catch
     on every profile, then those of series.PROFILE, which only that
     profile's own checks can catch (the debug profile's lockdep)."""
-    profile = profile or paths.profile()
-    extra = MUTANTS / f"series.{profile}"
-    return [p.stem for p in read_series(MUTANTS / "series")] + (
-        [p.stem for p in read_series(extra)] if extra.is_file() else [])
+    extra = MUTANTS / f"series.{profile or paths.profile()}"
+    return series_names(MUTANTS / "series") + (series_names(extra) if extra.is_file() else [])
 
 
 def all_mutants() -> List[str]:
     """Every mutant of every profile's series."""
-    names = [p.stem for p in read_series(MUTANTS / "series")]
-    for extra in sorted(MUTANTS.glob("series.*")):
-        names += [p.stem for p in read_series(extra)]
-    return names
+    return series_names(MUTANTS / "series") + [
+        name for extra in sorted(MUTANTS.glob("series.*")) for name in series_names(extra)]
+
+
+def series_names(series: Path) -> List[str]:
+    """The mutants a series file lists, by name."""
+    return [p.stem for p in read_series(series)]
 
 
 def mutant() -> Optional[Path]:
