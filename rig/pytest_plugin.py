@@ -26,6 +26,10 @@ def pytest_addoption(parser):
                     help="kernel profile to run on (default: $RIG_PROFILE, else default): "
                          "default, rt (PREEMPT_RT) or debug (lockdep, atomic-sleep checks, "
                          "latency tracers); docs/profiles.md")
+    group.addoption("--smoke-flavor", action="append", choices=paths.FLAVORS, default=[],
+                    help="on this flavor run only the smoke: S1 and the golden scenarios "
+                         "(the `smoke` and `golden` markers); `make test-profiles "
+                         "SMOKE_FLAVORS=vanilla`, which .ci/run uses to fit its budget")
     group.addoption("--kernel-like", choices=paths.FLAVORS, default="patched",
                     help="whose expectations --kernel must meet: patched (every seed "
                          "property, the default) or vanilla (6.12's known gaps xfail)")
@@ -91,6 +95,24 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("flavor", flavors)
 
 
+SMOKE_MARKERS = ("smoke", "golden")
+
+
+def pytest_collection_modifyitems(config, items):
+    """--smoke-flavor F: deselect F's tests that are not in the smoke."""
+    smoke = set(config.getoption("smoke_flavor"))
+    if not smoke:
+        return
+    kept, dropped = [], []
+    for item in items:
+        flavor = getattr(item, "callspec", None) and item.callspec.params.get("flavor")
+        in_smoke = any(item.get_closest_marker(m) for m in SMOKE_MARKERS)
+        (dropped if flavor in smoke and not in_smoke else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 def pytest_sessionstart(session):
     """The kernel profile the run is on, in the JUnit file as the suite's property."""
     if hasattr(session.config, "workerinput"):
@@ -104,6 +126,8 @@ def pytest_sessionstart(session):
         xml = getattr(session.config, "_xml", None)
     if xml is not None:
         xml.add_global_property("profile", paths.profile())
+        for flavor in session.config.getoption("smoke_flavor"):
+            xml.add_global_property("smoke_only", flavor)
 
 
 @pytest.hookimpl(hookwrapper=True)

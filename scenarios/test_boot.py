@@ -14,6 +14,7 @@ from rig.evidence.properties import boot_checks
 pytestmark = pytest.mark.boots
 
 
+@pytest.mark.smoke
 def test_s1_boot(flavor, rig_boot):
     result = rig_boot(BootRequest(flavor=flavor, name="S1-boot"))
     # Lenient: a damaged side channel is a failed property, not an error.

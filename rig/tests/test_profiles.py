@@ -194,3 +194,25 @@ def test_a_profile_adds_the_mutants_only_its_checks_catch():
     assert "hand-lock-in-nmi" in debug and "hand-lock-in-nmi" not in default
     assert debug[:len(default)] == default
     assert set(kernel.all_mutants()) >= set(debug)
+
+
+def collected(*args) -> list:
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                          "--collect-only", "-q", "scenarios", *args],
+                         cwd=paths.REPO, capture_output=True, text=True, check=True)
+    return [line for line in out.stdout.splitlines() if "::" in line]
+
+
+def test_a_smoke_flavor_keeps_s1_and_the_golden_scenarios_only():
+    every = collected("--profile", "rt")
+    smoke = collected("--profile", "rt", "--smoke-flavor", "vanilla")
+    patched = [t for t in every if "[patched" in t]
+    assert patched and [t for t in smoke if "[patched" in t] == patched
+    vanilla = [t for t in smoke if "[vanilla" in t]
+    assert "scenarios/test_boot.py::test_s1_boot[vanilla]" in vanilla
+    golden_vanilla = [t for t in collected("--profile", "rt", "--flavor", "vanilla", "-m", "golden")
+                      if "[vanilla" in t]
+    assert set(vanilla) == set(golden_vanilla) | {"scenarios/test_boot.py::test_s1_boot[vanilla]"}
+    assert len(vanilla) < len([t for t in every if "[vanilla" in t])
