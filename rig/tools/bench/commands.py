@@ -5,8 +5,10 @@ built) or with an empty one (cold: RIG_CACHE a new directory, ccache and
 QEMU's and the kernels' sources included). The wall time, the exit status,
 the time the Debian packages took when some were missing (install-deps.sh's
 own "[deps] installed" line) and every build step the run made (the
-build_seconds of the manifests it left in the cache) go into the dated
-bench JSON under "commands", and from there onto the measurements page.
+build_seconds of the manifests it left in the cache), and each pytest
+suite it ran (its JUnit file in the clone's runs/: wall time and counts,
+per kernel profile) go into the dated bench JSON under "commands", and
+from there onto the measurements page.
 The clone and the cold cache (under /var/tmp) are removed afterwards; the
 command's output is kept in the runs directory."""
 import datetime
@@ -60,6 +62,31 @@ def deps_step(log_bytes: bytes) -> Dict[str, Dict]:
                      "seconds": float(sum(int(s) for _, s in found))}}
 
 
+def suites(runs: Path) -> Dict[str, Dict]:
+    """The pytest suites a run left in runs/: the default profile's
+    (runs/junit.xml: make test) and each other profile's
+    (runs/profile-NAME/junit.xml: make test-profiles), with their wall time
+    and counts; those whose file is missing or damaged are left out."""
+    import xml.etree.ElementTree as ET
+    found = {"default": runs / "junit.xml"}
+    found.update({d.name[len("profile-"):]: d / "junit.xml"
+                  for d in sorted(runs.glob("profile-*"))})
+    out: Dict[str, Dict] = {}
+    for profile, junit in found.items():
+        try:
+            root = ET.parse(junit).getroot()
+        except (OSError, ET.ParseError):
+            continue
+        suite = root if root.tag == "testsuite" else root.find("testsuite")
+        if suite is None:
+            continue
+        counts = {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")}
+        out[profile] = dict(counts, seconds=round(float(suite.get("time", 0.0)), 1),
+                            smoke_only=sorted(p.get("value") for p in suite.iter("property")
+                                              if p.get("name") == "smoke_only"))
+    return out
+
+
 def cache_state(cache: Path) -> str:
     """"empty" when no build was ever cached there (nor ccache filled), else "warm"."""
     built = cache.is_dir() and (any(cache.glob(f"*/*/{MANIFEST}")) or
@@ -99,12 +126,13 @@ def measure(command: str, cold: bool) -> Dict:
                                   stdout=out, stderr=subprocess.STDOUT)
         wall = time.monotonic() - start
         steps = dict(deps_step(log.read_bytes()), **build_steps(cache, before))
+        ran = suites(clone / "runs")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"[bench] {command!r}: exit {proc.returncode} after {wall:.0f} s", flush=True)
     return {"command": command, "cache": state, "commit": commit,
             "date": datetime.date.today().isoformat(), "wall_s": round(wall, 1),
-            "exit_status": proc.returncode, "steps": steps, "log": str(log)}
+            "exit_status": proc.returncode, "steps": steps, "suites": ran, "log": str(log)}
 
 
 def merge(data: Dict, result: Dict) -> Dict:
@@ -142,4 +170,19 @@ def table(commands: List[Dict], page_machine: str = "") -> str:
                                                  key=lambda kv: -kv[1]["seconds"]))
             out += (f"| all | {sum(s['builds'] for s in c['steps'].values())} | "
                     f"{sum(s['seconds'] for s in c['steps'].values()):.1f} |\n")
+        if c.get("suites"):
+            out += suite_table(c)
+    return out
+
+
+def suite_table(c: Dict) -> str:
+    """The pytest suites of one command, by kernel profile."""
+    out = (f"\nThe pytest suites of `{c['command']}` ({c['cache']} cache), by kernel "
+           "profile (wall time from the JUnit file, the builds it waited for included):\n\n"
+           "| profile | tests | failed | skipped | wall time | flavors |\n|---|---|---|---|---|---|\n")
+    for profile, s in c["suites"].items():
+        flavors = ("both; " + ", ".join(s["smoke_only"]) + ": S1 and the golden scenarios"
+                   if s.get("smoke_only") else "both")
+        out += (f"| {profile} | {s['tests']} | {s['failures'] + s['errors']} | {s['skipped']} | "
+                f"{minutes(s['seconds'])} | {flavors} |\n")
     return out
