@@ -841,6 +841,15 @@ static void latency_start(void)
 	}
 	latency_pid = fork();
 	if (latency_pid == 0) {
+		sigset_t term;
+
+		/*
+		 * A SIGTERM from finish() before the watcher's handler is in
+		 * place would kill it unreported: held until then (latency.c).
+		 */
+		sigemptyset(&term);
+		sigaddset(&term, SIGTERM);
+		sigprocmask(SIG_BLOCK, &term, NULL);
 		execl("/bin/latency", "latency", "watch", LATENCY_OUT, NULL);
 		_exit(127);
 	}

@@ -34,6 +34,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,8 +177,21 @@ static int watch(const char *path)
 {
 	char events[4096];
 	struct sigaction sa = { .sa_handler = on_term };
+	struct pollfd ready;
+	sigset_t term, none;
 	int out, in;
 
+	/*
+	 * SIGTERM is blocked (rig-init blocks it before the exec) but while
+	 * the watcher waits: one sent before the handler was in place, or
+	 * between the check of stop and the wait, ends the wait, not the
+	 * watcher, and the tracer's state is still recorded.
+	 */
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigprocmask(SIG_BLOCK, &term, NULL);
+	sigemptyset(&none);
+	sigaction(SIGTERM, &sa, NULL);
 	out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
 	in = inotify_init1(0);
 	if (out < 0 || in < 0 ||
@@ -185,13 +199,17 @@ static int watch(const char *path)
 		fprintf(stderr, "latency: watch: %s\n", strerror(errno));
 		return 1;
 	}
-	/* No SA_RESTART: SIGTERM ends the blocking read. */
-	sigaction(SIGTERM, &sa, NULL);
+	ready.fd = in;
+	ready.events = POLLIN;
 	while (!stop) {
-		ssize_t n = read(in, events, sizeof(events));
+		ssize_t n;
 
-		if (n < 0 && errno == EINTR)
-			continue;
+		if (ppoll(&ready, 1, NULL, &none) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		n = read(in, events, sizeof(events));
 		if (n <= 0)
 			break;
 		record(out, (unsigned int)(n / sizeof(struct inotify_event)));
