@@ -145,18 +145,22 @@ test: build tools-check libvirtd
 # The scenario suite on the other kernel profiles, both flavors, each
 # profile's results in runs/profile-NAME/ (docs/profiles.md). A flavor in
 # SMOKE_FLAVORS runs only S1 and the golden scenarios there: .ci/run sets
-# SMOKE_FLAVORS=vanilla to keep a cold run within its budget.
+# SMOKE_FLAVORS=vanilla to keep a cold run within its budget; ONLY_FLAVOR=F
+# builds and runs that flavor alone.
 TEST_PROFILES ?= rt debug
 SMOKE_FLAVORS ?=
+ONLY_FLAVOR ?=
 
 test-profiles: deps tools-check libvirtd
 	@status=0; for p in $(TEST_PROFILES); do \
 	  dir=runs/profile-$$p; mkdir -p $$dir; rm -f $$dir/junit.xml; \
 	  echo "[test-profiles] profile $$p: building its kernels"; \
-	  RIG_PROFILE=$$p $(RIG) build kernel qemu initramfs || { status=2; continue; }; \
+	  RIG_PROFILE=$$p $(RIG) build kernel qemu initramfs $(if $(ONLY_FLAVOR),--flavor $(ONLY_FLAVOR)) \
+	    || { status=2; continue; }; \
 	  echo "[test-profiles] profile $$p: the scenario suite"; rc=0; \
 	  RIG_PROFILE=$$p $(PYTEST) -v -n $(WORKERS) --dist loadfile --junitxml=$$dir/junit.xml \
-	    $(foreach f,$(SMOKE_FLAVORS),--smoke-flavor $(f)) scenarios $(PYTEST_ARGS) || rc=$$?; \
+	    $(foreach f,$(SMOKE_FLAVORS),--smoke-flavor $(f)) $(if $(ONLY_FLAVOR),--flavor $(ONLY_FLAVOR)) \
+	    scenarios $(PYTEST_ARGS) || rc=$$?; \
 	  $(RIG) results $$dir/junit.xml || rc=$$((rc ? rc : 2)); \
 	  if [ $$rc -ne 0 ] && [ $$status -eq 0 ]; then status=$$rc; fi; \
 	done; exit $$status

@@ -109,18 +109,21 @@ def test_an_empty_cache_is_named_and_the_builds_and_packages_of_the_run_are_its_
 def test_each_profiles_suite_is_read_from_the_junit_file_pytest_wrote(tmp_path):
     runs = tmp_path / "clone-runs"
     for junit, extra in ((runs / "junit.xml", []),
-                         (runs / "profile-rt" / "junit.xml", ["--smoke-flavor", "vanilla"])):
+                         (runs / "profile-rt" / "junit.xml", ["--smoke-flavor", "vanilla"]),
+                         (runs / "profile-debug" / "junit.xml", ["--flavor", "patched"])):
         junit.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         "rig/tests/test_profiles.py", "-k", "golden_files or unknown_or_missing",
                         f"--junitxml={junit}", *extra], cwd=paths.REPO, check=True,
                        capture_output=True)
-    (runs / "profile-debug").mkdir()
-    (runs / "profile-debug" / "junit.xml").write_text("<testsuites><testsu")   # cut short
+    (runs / "profile-other").mkdir()
+    (runs / "profile-other" / "junit.xml").write_text("<testsuites><testsu")   # cut short
     found = commands.suites(runs)
-    assert sorted(found) == ["default", "rt"]
+    assert sorted(found) == ["debug", "default", "rt"]
+    assert found["debug"]["flavors"] == ["patched"] and found["rt"]["flavors"] == []
     assert found["default"]["tests"] == 2 and found["default"]["failures"] == 0
     assert found["default"]["smoke_only"] == [] and found["rt"]["smoke_only"] == ["vanilla"]
     page_text = commands.suite_table({"command": "bash .ci/run", "cache": "cold",
                                       "suites": found})
     assert "| rt | 2 | 0 | 0 |" in page_text and "vanilla: S1 and the golden scenarios" in page_text
+    assert "| patched |" in page_text

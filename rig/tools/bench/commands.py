@@ -81,9 +81,10 @@ def suites(runs: Path) -> Dict[str, Dict]:
         if suite is None:
             continue
         counts = {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")}
+        props = [(p.get("name"), p.get("value")) for p in suite.iter("property")]
         out[profile] = dict(counts, seconds=round(float(suite.get("time", 0.0)), 1),
-                            smoke_only=sorted(p.get("value") for p in suite.iter("property")
-                                              if p.get("name") == "smoke_only"))
+                            flavors=sorted(v for k, v in props if k == "flavor"),
+                            smoke_only=sorted(v for k, v in props if k == "smoke_only"))
     return out
 
 
@@ -181,8 +182,9 @@ def suite_table(c: Dict) -> str:
            "profile (wall time from the JUnit file, the builds it waited for included):\n\n"
            "| profile | tests | failed | skipped | wall time | flavors |\n|---|---|---|---|---|---|\n")
     for profile, s in c["suites"].items():
-        flavors = ("both; " + ", ".join(s["smoke_only"]) + ": S1 and the golden scenarios"
-                   if s.get("smoke_only") else "both")
+        flavors = ", ".join(s.get("flavors") or ["both"])
+        if s.get("smoke_only"):
+            flavors += "; " + ", ".join(s["smoke_only"]) + ": S1 and the golden scenarios"
         out += (f"| {profile} | {s['tests']} | {s['failures'] + s['errors']} | {s['skipped']} | "
                 f"{minutes(s['seconds'])} | {flavors} |\n")
     return out
