@@ -103,14 +103,6 @@ def add_times(node, times) -> None:
     node.rig_times.update(times)
 
 
-# Profiles whose kernels are not byte-reproducible from build to build yet:
-# their golden files would hold for one build only (docs/profiles.md).
-UNREPRODUCIBLE_PROFILES = {
-    "debug": "the debug profile's kernel built in another cache gave other transcripts "
-             "(interleavings, not properties: 44 of 44 differences on a cold run), so "
-             "its golden files are not kept until the build is reproducible"}
-
-
 def compare_golden(request, result, boot_no: int) -> None:
     """A boot on the icount clock of a `golden` test is compared with its
     golden transcript (--golden=check) or recorded (--golden=update). Not with
@@ -127,10 +119,6 @@ def compare_golden(request, result, boot_no: int) -> None:
         return
     if not result.summary.get("snapshot"):
         node.user_properties.append(("golden", "not compared: booted, not restored"))
-        return
-    if result.summary.get("profile") in UNREPRODUCIBLE_PROFILES:
-        node.user_properties.append(("golden", "not compared: " + UNREPRODUCIBLE_PROFILES[
-            result.summary["profile"]]))
         return
     params = getattr(getattr(node, "callspec", None), "params", {})
     kernel = paths.kernel_name(result.summary["flavor"],

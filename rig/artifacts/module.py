@@ -38,6 +38,11 @@ PRBSTRESS = GuestModule("prbstress", paths.GUEST_SRC / "prbstress", "prbstress",
                         ("kernel/printk/printk_ringbuffer.c",
                          "kernel/printk/printk_ringbuffer.h",
                          "kernel/printk/internal.h"))
+# -fmacro-prefix-map: __FILE__ (might_sleep() on the debug profile) says
+# main.c, not the build directory, whose length would move the module's
+# layout, and with it a deterministic run's interleavings, from one cache
+# to another. Part of the key: a changed recipe rebuilds the modules.
+MAKE_VARS = ("W=1", "KCFLAGS=-fmacro-prefix-map=SRC/=")
 MODULE_SRC = RIGPRINTK.src
 MODULE_NAME = f"{RIGPRINTK.name}.ko"
 
@@ -49,6 +54,7 @@ def module_inputs(flavor: str, module: GuestModule = RIGPRINTK) -> dict:
         **{f"guest {p.name}": sha256_file(p) for p in module.guest_files},
         "kernel": kernel_key,       # covers kernel_files: they come from its source
         "toolchain": toolchain_id(),
+        "recipe": " ".join(MAKE_VARS),
         "flavor": flavor,
     }
 
@@ -66,7 +72,8 @@ def _build(flavor: str, module: GuestModule, out: Path) -> dict:
     for path in module.guest_files:
         shutil.copy2(path, src / path.name)
     run_logged(f"{module.step_prefix}-{flavor}",
-               ["make", "-C", str(kernel.path("build_dir")), f"M={src}", "W=1", "modules"],
+               ["make", "-C", str(kernel.path("build_dir")), f"M={src}",
+                *(v.replace("SRC", str(src)) for v in MAKE_VARS), "modules"],
                out / "build.log")
     return {"module": f"src/{module.name}.ko",
             "kernel_release": kernel["outputs"]["kernel_release"]}
