@@ -98,16 +98,31 @@ def pytest_generate_tests(metafunc):
 SMOKE_MARKERS = ("smoke", "golden")
 
 
+def item_flavor(item):
+    """The flavor a test boots: its `flavor` parameter, or the flavor its
+    `flavor` marker names (a test written for one flavor)."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "flavor" in callspec.params:
+        return callspec.params["flavor"]
+    marker = item.get_closest_marker("flavor")
+    return marker.args[0] if marker else None
+
+
 def pytest_collection_modifyitems(config, items):
-    """--smoke-flavor F: deselect F's tests that are not in the smoke."""
+    """--flavor F: deselect the tests written for another flavor (the
+    parametrized ones have only F's already); --smoke-flavor F: deselect F's
+    tests that are not in the smoke."""
+    chosen = set(config.getoption("flavor") or ())
     smoke = set(config.getoption("smoke_flavor"))
-    if not smoke:
+    if not chosen and not smoke:
         return
     kept, dropped = [], []
     for item in items:
-        flavor = getattr(item, "callspec", None) and item.callspec.params.get("flavor")
+        flavor = item_flavor(item)
         in_smoke = any(item.get_closest_marker(m) for m in SMOKE_MARKERS)
-        (dropped if flavor in smoke and not in_smoke else kept).append(item)
+        out = (flavor is not None and chosen and flavor not in chosen and
+               flavor != custom.CUSTOM) or (flavor in smoke and not in_smoke)
+        (dropped if out else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

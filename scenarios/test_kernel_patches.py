@@ -29,6 +29,7 @@ BACKLOG = dict(flood_count=FLOOD, flood_cpus=mask([0]), flood_wait=False, flood_
 
 
 @pytest.mark.golden
+@pytest.mark.flavor("patched")
 def test_nmi_error_reaches_the_wire_ahead_of_the_backlog(rig_run):
     # Deterministic: the NMI's emergency write waits a bounded time for the
     # printer to hand the console over between two bytes, and under TCG a
@@ -56,6 +57,7 @@ def test_nmi_error_reaches_the_wire_ahead_of_the_backlog(rig_run):
 
 
 @pytest.mark.golden
+@pytest.mark.flavor("vanilla")
 def test_vanilla_runs_the_module_and_prints_in_the_callers_context(rig_run):
     if paths.profile() == "rt":
         pytest.skip("vanilla on rt: 6.12's PREEMPT_RT prints legacy consoles from the legacy "

@@ -216,3 +216,15 @@ def test_a_smoke_flavor_keeps_s1_and_the_golden_scenarios_only():
                       if "[vanilla" in t]
     assert set(vanilla) == set(golden_vanilla) | {"scenarios/test_boot.py::test_s1_boot[vanilla]"}
     assert len(vanilla) < len([t for t in every if "[vanilla" in t])
+
+
+def test_only_the_chosen_flavors_tests_run_those_written_for_one_included():
+    patched = collected("--profile", "debug", "--flavor", "patched")
+    assert patched and not [t for t in patched if "vanilla" in t]
+    assert "scenarios/test_kernel_patches.py::test_nmi_error_reaches_the_wire_ahead_of_the_backlog" \
+        in patched
+    vanilla = collected("--profile", "debug", "--flavor", "vanilla")
+    assert ("scenarios/test_kernel_patches.py::"
+            "test_vanilla_runs_the_module_and_prints_in_the_callers_context") in vanilla
+    assert not [t for t in vanilla if "patched" in t.split("::")[-1]]
+    assert len(collected("--profile", "debug")) == len(patched) + len(vanilla)
