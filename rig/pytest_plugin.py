@@ -141,10 +141,9 @@ def pytest_sessionstart(session):
         xml = getattr(session.config, "_xml", None)
     if xml is not None:
         xml.add_global_property("profile", paths.profile())
-        for flavor in session.config.getoption("flavor") or ():
-            xml.add_global_property("flavor", flavor)
-        for flavor in session.config.getoption("smoke_flavor"):
-            xml.add_global_property("smoke_only", flavor)
+        for name, option in (("flavors", "flavor"), ("smoke_only", "smoke_flavor")):
+            if session.config.getoption(option):
+                xml.add_global_property(name, ",".join(session.config.getoption(option)))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -4,6 +4,8 @@ in scenarios/ (make test-profiles)."""
 import json
 import lzma
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -197,8 +199,6 @@ def test_a_profile_adds_the_mutants_only_its_checks_catch():
 
 
 def collected(*args) -> list:
-    import subprocess
-    import sys
     out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
                           "--collect-only", "-q", "scenarios", *args],
                          cwd=paths.REPO, capture_output=True, text=True, check=True)

@@ -1,7 +1,7 @@
 """Read pytest's JUnit XML: the verdict, failure message and wall time of each test."""
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Dict, Iterator, List, Set
+from typing import Dict, Iterator, List, Optional, Set
 
 from rig.faults import PROPERTY, RigFault, worker_crash
 
@@ -22,16 +22,28 @@ def testcases(junit: Path) -> Iterator[ET.Element]:
     return root.iter("testcase")
 
 
-def suite_properties(junit: Path) -> Dict[str, str]:
-    """The run's own properties (pytest's global properties: the kernel
-    profile, rig.pytest_plugin), name -> value."""
+def first_suite(junit: Path) -> Optional[ET.Element]:
+    """The file's (first) testsuite element; None if it cannot be read."""
     try:
         root = ET.parse(junit).getroot()
     except (ET.ParseError, OSError):
-        return {}
-    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
-    return {prop.get("name"): prop.get("value") for suite in suites[:1]
-            for props in suite.findall("properties") for prop in props.iter("property")}
+        return None
+    return root if root.tag == "testsuite" else root.find("testsuite")
+
+
+def suite_properties(junit: Path) -> Dict[str, str]:
+    """The run's own properties (pytest's global properties: the kernel
+    profile, the flavors chosen, rig.pytest_plugin), name -> value."""
+    suite = first_suite(junit)
+    return {} if suite is None else {
+        prop.get("name"): prop.get("value")
+        for props in suite.findall("properties") for prop in props.iter("property")}
+
+
+def suite_seconds(junit: Path) -> float:
+    """The run's wall time (the testsuite's time); 0 if it cannot be read."""
+    suite = first_suite(junit)
+    return 0.0 if suite is None else float(suite.get("time") or 0)
 
 
 def verdicts(junit: Path) -> Dict[str, str]:

@@ -19,11 +19,13 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Dict, List
 
 from rig import config, paths
 from rig.artifacts.cache import MANIFEST
+from rig.tools import junit
 
 LOG_DIR = "bench-commands"
 SCRATCH = "/var/tmp"
@@ -66,25 +68,24 @@ def suites(runs: Path) -> Dict[str, Dict]:
     """The pytest suites a run left in runs/: the default profile's
     (runs/junit.xml: make test) and each other profile's
     (runs/profile-NAME/junit.xml: make test-profiles), with their wall time
-    and counts; those whose file is missing or damaged are left out."""
-    import xml.etree.ElementTree as ET
+    and counts (skipped as JUnit counts them: expected failures included);
+    those whose file is missing or damaged are left out."""
     found = {"default": runs / "junit.xml"}
     found.update({d.name[len("profile-"):]: d / "junit.xml"
                   for d in sorted(runs.glob("profile-*"))})
     out: Dict[str, Dict] = {}
-    for profile, junit in found.items():
+    for profile, path in found.items():
         try:
-            root = ET.parse(junit).getroot()
-        except (OSError, ET.ParseError):
+            verdicts = Counter(junit.verdicts(path).values())
+        except junit.JUnitError:
             continue
-        suite = root if root.tag == "testsuite" else root.find("testsuite")
-        if suite is None:
-            continue
-        counts = {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")}
-        props = [(p.get("name"), p.get("value")) for p in suite.iter("property")]
-        out[profile] = dict(counts, seconds=round(float(suite.get("time", 0.0)), 1),
-                            flavors=sorted(v for k, v in props if k == "flavor"),
-                            smoke_only=sorted(v for k, v in props if k == "smoke_only"))
+        props = junit.suite_properties(path)
+        out[profile] = {
+            "tests": sum(verdicts.values()), "failures": verdicts["failed"],
+            "errors": verdicts["error"], "skipped": verdicts["skipped"] + verdicts["xfailed"],
+            "seconds": round(junit.suite_seconds(path), 1),
+            "flavors": sorted(filter(None, props.get("flavors", "").split(","))),
+            "smoke_only": sorted(filter(None, props.get("smoke_only", "").split(",")))}
     return out
 
 
